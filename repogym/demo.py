@@ -1,0 +1,81 @@
+"""``repogym demo``: grade the bundled examples in throwaway git repositories.
+
+Each ``examples/NAME/`` holds ``repo/`` (the baseline, with its ``.repogym.yml``) and
+``solution/`` (files that a reference submission writes over it). The demo commits the
+baseline on ``main``, the solution on a ``submission`` branch, and grades it exactly as
+``repogym grade --base main`` would.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from repogym import git as _git
+from repogym.errors import UsageError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "repogym demo",
+    "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+    "GIT_COMMITTER_NAME": "repogym demo",
+    "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+}
+
+
+def example_names() -> list[str]:
+    if not EXAMPLES.is_dir():
+        raise UsageError(
+            f"{EXAMPLES}: the examples are not here; run the demo from a source checkout "
+            "(`pip install -e .` in the repository)"
+        )
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "repo" / ".repogym.yml").is_file())
+
+
+def build_example_repo(name: str, dest: Path, *, solution: bool = True) -> Path:
+    """A git repository at ``dest``: the example's baseline on ``main`` and, with
+    ``solution``, its reference solution committed on the checked-out ``submission``."""
+    source = EXAMPLES / name
+    shutil.copytree(source / "repo", dest)
+    _run(["init", "--quiet", "--initial-branch=main"], dest)
+    _commit(dest, f"{name}: baseline")
+    _run(["checkout", "--quiet", "-b", "submission"], dest)
+    if solution:
+        shutil.copytree(source / "solution", dest, dirs_exist_ok=True)
+        _commit(dest, f"{name}: reference solution")
+    return dest
+
+
+def run_demo(*, keep: bool = False) -> int:
+    """Grade every example's reference solution; the worst exit code of them."""
+    from repogym.cli import main
+
+    root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
+    worst = 0
+    try:
+        for name in example_names():
+            repo = build_example_repo(name, root / name)
+            report = root / f"{name}.json"
+            print(f"== {name}: grading branch `submission` of {repo} against `main`")
+            worst = max(
+                worst, main(["grade", "-C", str(repo), "--base", "main", "--json", str(report)])
+            )
+            print()
+    finally:
+        if keep:
+            print(f"The repositories and JSON reports are in {root}")
+        else:
+            for name in example_names():
+                shutil.rmtree(root / name, ignore_errors=True)
+            print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
+    return worst
+
+
+def _commit(repo: Path, message: str) -> None:
+    _run(["add", "--all"], repo)
+    _run(["commit", "--quiet", "--no-verify", "-m", message], repo)
+
+
+def _run(args: list[str], repo: Path) -> None:
+    _git.git(args, repo, env=_IDENTITY)

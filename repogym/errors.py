@@ -1,0 +1,39 @@
+"""The one error family of repogym.
+
+Every failure that is the user's to fix (a bad task file, a ref that does not exist, a
+path outside the tree) raises a subclass of :class:`RepogymError`. The command line and
+the Action catch it in one place and print its message, one line per problem, never a
+traceback::
+
+    RepogymError
+    ├── TaskError        the task file: syntax, schema, values
+    ├── WorkspaceError   the work tree, refs, paths asked of a workspace
+    └── UsageError       command-line arguments
+"""
+
+from __future__ import annotations
+
+
+class RepogymError(Exception):
+    """Base of every error repogym reports to a user.
+
+    ``lines`` holds one self-contained line per problem; ``str()`` joins them.
+    """
+
+    def __init__(self, *lines: str) -> None:
+        if not lines:
+            raise ValueError("a RepogymError needs at least one line")
+        super().__init__("\n".join(lines))
+        self.lines: tuple[str, ...] = lines
+
+
+class TaskError(RepogymError):
+    """The task file is missing, unreadable or invalid."""
+
+
+class WorkspaceError(RepogymError):
+    """The work tree, a ref or a requested path cannot be used."""
+
+
+class UsageError(RepogymError):
+    """A command was called with arguments that do not fit together."""

@@ -1,0 +1,82 @@
+"""The few git plumbing calls repogym makes, with output that user config cannot alter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from repogym.errors import WorkspaceError
+
+# Settings a user's or system gitconfig could set that would change what we parse.
+_PINNED_CONFIG = (
+    "core.quotepath=off",
+    "color.ui=never",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "diff.external=",
+    "core.pager=cat",
+)
+
+
+def git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> bytes:
+    """Run ``git ARGS`` in ``cwd`` and return its stdout; a failure is a WorkspaceError."""
+    command = ["git"]
+    for setting in _PINNED_CONFIG:
+        command += ["-c", setting]
+    command += list(args)
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
+        )
+    except FileNotFoundError:
+        raise WorkspaceError("git is not installed or not on PATH: install git") from None
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        first = reason[0] if reason else f"exit code {done.returncode}"
+        raise WorkspaceError(f"{cwd}: git {' '.join(args[:2])} failed: {first}")
+    return done.stdout
+
+
+def toplevel(path: Path) -> Path:
+    """The root of the work tree that contains ``path``."""
+    if not path.is_dir():
+        raise WorkspaceError(f"{path}: not a directory; pass the root of a git work tree")
+    try:
+        out = git(["rev-parse", "--show-toplevel"], path)
+    except WorkspaceError:
+        raise WorkspaceError(
+            f"{path}: not inside a git work tree; run `git init` or pass a checkout"
+        ) from None
+    return Path(out.decode().strip())
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full sha of the commit ``ref`` names."""
+    try:
+        out = git(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], repo
+        )
+    except WorkspaceError:
+        raise WorkspaceError(
+            f"{repo}: `{ref}` does not name a commit; check the branch, tag or sha "
+            "(fetch it first if it exists only on a remote)"
+        ) from None
+    return out.decode().strip()
+
+
+def show_file(repo: Path, commit: str, path: str) -> bytes | None:
+    """The content of ``path`` at ``commit``, or None if it is not there."""
+    try:
+        return git(["cat-file", "blob", f"{commit}:{path}"], repo)
+    except WorkspaceError:
+        return None

@@ -1,0 +1,14 @@
+"""Graders: the protocol, the composite, and the built-in graders in grading order."""
+
+from repogym.graders.base import Grader
+from repogym.graders.composite import CompositeGrader
+from repogym.graders.constraints import ConstraintGrader
+from repogym.graders.quality import QualityGrader
+
+# The built-in graders, in the spec's grading order; a task runs those it declares.
+BUILTIN_GRADERS: dict[str, type[Grader]] = {
+    "constraints": ConstraintGrader,
+    "quality": QualityGrader,
+}
+
+__all__ = ["BUILTIN_GRADERS", "CompositeGrader", "ConstraintGrader", "Grader", "QualityGrader"]

@@ -1,0 +1,43 @@
+"""The grader protocol: a ``name``, a ``role`` and ``grade(workspace)``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from repogym.models import GradeComponent, GradeResult, Role
+
+if TYPE_CHECKING:
+    from repogym.workspace import Workspace
+
+
+class Grader:
+    """Base of every grader, built-in or custom (spec: "Writing a grader").
+
+    Subclasses set ``name`` and implement :meth:`grade`. ``role`` is None when the
+    component decides (the built-in graders derive it from the task); setting it, on the
+    class or as ``Grader(role="gate")``, makes the composite count the grader that way.
+    """
+
+    name: ClassVar[str] = ""
+    role: Role | None = None
+
+    def __init__(self, *, role: Role | str | None = None) -> None:
+        if role is not None:
+            self.role = Role(role)
+
+    def default_role(self, workspace: Workspace) -> Role:
+        """The role of this grader's component when ``role`` is not set (objective)."""
+        return Role.OBJECTIVE
+
+    def grade(self, workspace: Workspace) -> GradeComponent:
+        raise NotImplementedError(f"{type(self).__name__} must implement grade(workspace)")
+
+    def grade_result(self, workspace: Workspace) -> GradeResult:
+        """This grader alone, folded into a result as a one-grader composite would."""
+        from repogym.graders.composite import CompositeGrader
+
+        return CompositeGrader([self]).grade_result(workspace)
+
+    def __repr__(self) -> str:
+        role = f"role={self.role.value!r}" if self.role else ""
+        return f"{type(self).__name__}({role})"

@@ -1,0 +1,137 @@
+"""CompositeGrader: runs graders in order and folds their components into one grade.
+
+Spec, "Objectives and gates"::
+
+    score  = Σ wᵢ · sᵢ / Σ wᵢ     over objectives
+    score  = 0                   if any gate failed
+    passed = all(passedᵢ) and score ≥ grading.pass_threshold
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from repogym.errors import TaskError
+from repogym.graders.base import Grader
+from repogym.models import GradeComponent, GradeResult, Role
+
+if TYPE_CHECKING:
+    from repogym.task import Task
+    from repogym.workspace import Workspace
+
+
+class CompositeGrader:
+    """Runs ``graders`` in the order given and combines their components.
+
+    ``weights`` apply to objectives only, keyed by grader name (default 1). A grader that
+    raises becomes a failed component with score 0; the others still run.
+    """
+
+    def __init__(
+        self,
+        graders: Sequence[Grader],
+        *,
+        weights: Mapping[str, float] | None = None,
+        pass_threshold: float = 0.0,
+    ) -> None:
+        names = [grader.name for grader in graders]
+        for grader in graders:
+            if not grader.name:
+                raise ValueError(f"{type(grader).__name__} has no `name`; set one on the class")
+            if names.count(grader.name) > 1:
+                raise ValueError(f"two graders are called {grader.name!r}; names must be unique")
+        self.weights = dict(weights or {})
+        unknown = sorted(set(self.weights) - set(names))
+        if unknown:
+            raise ValueError(
+                f"weights name no grader: {', '.join(unknown)} (graders: {', '.join(names)})"
+            )
+        for name, weight in self.weights.items():
+            if not weight > 0:
+                raise ValueError(f"weight of {name!r} ({weight!r}) must be positive")
+        if not 0.0 <= pass_threshold <= 1.0:
+            raise ValueError(f"pass_threshold {pass_threshold!r} must be in [0, 1]")
+        self.graders = tuple(graders)
+        self.pass_threshold = pass_threshold
+
+    @classmethod
+    def from_task(
+        cls, task: Task, *, baseline: Path | None = None, submission: Path | None = None
+    ) -> CompositeGrader:
+        """The task's own graders in the spec's order: constraints, tests, quality, perf,
+        then the custom graders of ``grading.graders``, imported from the ``baseline``
+        tree or installed packages, never from the ``submission`` tree."""
+        from repogym.graders import BUILTIN_GRADERS
+        from repogym.graders.custom import load_custom_grader
+
+        missing = [name for name in task.builtin_roles() if name not in BUILTIN_GRADERS]
+        if missing:
+            raise TaskError(
+                f"{task.source}: `{missing[0]}`: this version of repogym cannot grade "
+                f"{missing[0]} yet; remove the section or upgrade repogym"
+            )
+        graders: list[Grader] = [BUILTIN_GRADERS[name]() for name in task.builtin_roles()]
+        for spec in task.grading.graders:
+            graders.append(load_custom_grader(spec, baseline, submission, task.source))
+        try:
+            return cls(
+                graders, weights=task.grading.weights, pass_threshold=task.grading.pass_threshold
+            )
+        except ValueError as error:
+            raise TaskError(f"{task.source}: `grading`: {error}") from None
+
+    @classmethod
+    def for_workspace(cls, workspace: Workspace) -> CompositeGrader:
+        """:meth:`from_task` for ``workspace.task``, with custom graders from its baseline."""
+        baseline = workspace.baseline if workspace.task.grading.graders else None
+        return cls.from_task(workspace.task, baseline=baseline, submission=workspace.root)
+
+    def grade_result(self, workspace: Workspace) -> GradeResult:
+        """Grade ``workspace`` with every grader and fold the components."""
+        components = [self._finish(grader, _run(grader, workspace)) for grader in self.graders]
+        objectives = [c for c in components if c.role is Role.OBJECTIVE]
+        gates_ok = all(c.passed for c in components if c.role is Role.GATE)
+        total_weight = sum(c.weight for c in objectives)
+        if gates_ok and total_weight > 0:
+            score = sum(c.weight * c.score for c in objectives) / total_weight
+        else:
+            score = 0.0
+        # Without an objective nothing could earn credit, so nothing can pass either.
+        passed = (
+            bool(objectives) and all(c.passed for c in components) and score >= self.pass_threshold
+        )
+        return GradeResult(
+            score=score,
+            passed=passed,
+            components=tuple(components),
+            patch=workspace.patch(),
+            files_changed=workspace.changed_files(),
+        )
+
+    def _finish(self, grader: Grader, component: GradeComponent) -> GradeComponent:
+        role = grader.role or component.role
+        weight = self.weights.get(grader.name, 1.0) if role is Role.OBJECTIVE else 0.0
+        return replace(component, name=grader.name, role=role, weight=weight)
+
+
+def _run(grader: Grader, workspace: Workspace) -> GradeComponent:
+    try:
+        component = grader.grade(workspace)
+        if not isinstance(component, GradeComponent):
+            raise TypeError(f"grade() returned {type(component).__name__}, not a GradeComponent")
+        return component
+    except Exception as error:  # a broken grader must not take the others down (issue 2)
+        frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+        where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+        return GradeComponent(
+            name=grader.name,
+            score=0.0,
+            passed=False,
+            role=grader.role or grader.default_role(workspace),
+            messages=[f"grader {grader.name!r} raised {type(error).__name__}{where}: {error}"],
+            details={"error": f"{type(error).__name__}: {error}"},
+        )

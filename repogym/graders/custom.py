@@ -1,0 +1,75 @@
+"""Custom graders named in ``grading.graders``, imported from the baseline, never the PR.
+
+A submission must not be able to run code inside the grader (issue 2), so a
+``module:Class`` is looked up in the baseline tree first, then in installed packages,
+with every path inside the submission's work tree taken off ``sys.path`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from repogym.errors import TaskError
+from repogym.graders.base import Grader
+from repogym.task import CustomGrader
+
+
+def load_custom_grader(
+    spec: CustomGrader, baseline: Path | None, submission: Path | None, source: str
+) -> Grader:
+    """Import and instantiate ``spec.grader`` with the role the task declares."""
+    module_name, class_name = spec.grader.split(":")
+    where = f"{source}: `grading.graders`: {spec.grader}"
+    with _import_path(baseline, submission):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            roots = "the baseline tree or installed packages" if baseline else "installed packages"
+            raise TaskError(
+                f"{where}: cannot import {module_name!r} from {roots} ({error}); "
+                "commit the module to the base branch or install it"
+            ) from None
+        except Exception as error:
+            raise TaskError(
+                f"{where}: importing {module_name!r} raised {type(error).__name__}: {error}"
+            ) from None
+    if submission and _inside(getattr(module, "__file__", None), submission):
+        raise TaskError(f"{where}: resolved to the submission's own copy; refusing to run it")
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Grader)):
+        raise TaskError(f"{where}: {module_name!r} has no Grader subclass called {class_name!r}")
+    grader = cls()
+    grader.role = spec.role
+    if not grader.name:
+        raise TaskError(f'{where}: the class sets no `name`; add `name = "..."` to it')
+    return grader
+
+
+def _inside(path: str | None, root: Path) -> bool:
+    return bool(path) and Path(os.path.realpath(str(path))).is_relative_to(root.resolve())
+
+
+@contextlib.contextmanager
+def _import_path(baseline: Path | None, submission: Path | None) -> Iterator[None]:
+    """Search the baseline first; hide the submission's tree and the current directory."""
+    saved = sys.path[:]
+
+    def trusted(entry: str) -> bool:
+        # "" and relative entries mean the current directory, often the work tree itself.
+        return Path(entry).is_absolute() and not (submission and _inside(entry, submission))
+
+    sys.path[:] = ([str(baseline)] if baseline else []) + [p for p in saved if trusted(p)]
+    if submission:
+        # A module imported earlier from the submission must not be served from the cache.
+        for name, module in list(sys.modules.items()):
+            if _inside(getattr(module, "__file__", None), submission):
+                del sys.modules[name]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved

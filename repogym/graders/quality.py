@@ -1,0 +1,106 @@
+"""QualityGrader: per-function length and complexity limits (spec: "QualityGrader").
+
+Measured on the Python files under ``constraints.paths`` (every Python file of the
+submission when ``paths`` is not declared). Each declared limit is one rule; the score
+is the fraction of rules with no violation. It is the objective of a refactor task and a
+gate on every other type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from repogym.globs import compile_globs, matching
+from repogym.graders.base import Grader
+from repogym.metrics import measure_source
+from repogym.models import GradeComponent, Role
+from repogym.workspace import Workspace
+
+MAX_LISTED = 100
+
+
+class QualityGrader(Grader):
+    name = "quality"
+
+    def default_role(self, workspace: Workspace) -> Role:
+        return workspace.task.quality_role
+
+    def grade(self, workspace: Workspace) -> GradeComponent:
+        c = workspace.task.constraints
+        limits = {
+            metric: limit
+            for metric, limit in (
+                ("length", c.max_function_length),
+                ("complexity", c.max_cyclomatic_complexity),
+            )
+            if limit is not None
+        }
+        files = python_files(workspace)
+        violations = [v for path in files for v in _violations(workspace, path, limits)]
+        broken = {v["metric"] for v in violations}
+        # A file that does not parse cannot be shown to meet any limit.
+        violated = set(limits) if "syntax" in broken else broken & set(limits)
+        listed = sorted(violations, key=lambda v: (v["path"], v["line"], v["metric"]))
+        details: dict[str, Any] = {
+            "limits": limits,
+            "files": len(files),
+            "violations": listed[:MAX_LISTED],
+        }
+        if len(listed) > MAX_LISTED:
+            details["violations_not_listed"] = len(listed) - MAX_LISTED
+        messages = [_message(v) for v in listed[:MAX_LISTED]]
+        return GradeComponent(
+            name=self.name,
+            role=self.default_role(workspace),
+            score=(1 - len(violated) / len(limits)) if limits else 1.0,
+            passed=not violations,
+            details=details,
+            messages=messages or [f"{len(files)} Python files within every limit"],
+        )
+
+
+def python_files(workspace: Workspace) -> tuple[str, ...]:
+    """The submission's Python files under ``constraints.paths``."""
+    paths = workspace.task.constraints.paths
+    files = tuple(f for f in workspace.files() if f.endswith(".py"))
+    return tuple(matching(compile_globs(paths), files)) if paths is not None else files
+
+
+def _violations(workspace: Workspace, path: str, limits: dict[str, int]) -> list[dict[str, Any]]:
+    try:
+        functions = measure_source(workspace.read_bytes(path), path)
+    except SyntaxError as error:
+        return [
+            {
+                "path": path,
+                "line": error.lineno or 1,
+                "function": None,
+                "metric": "syntax",
+                "value": None,
+                "limit": None,
+                "message": f"does not parse: {error.msg}",
+            }
+        ]
+    found = []
+    for function in functions:
+        for metric, limit in limits.items():
+            value = getattr(function, metric)
+            if value > limit:
+                found.append(
+                    {
+                        "path": path,
+                        "line": function.line,
+                        "function": function.qualname,
+                        "metric": metric,
+                        "value": value,
+                        "limit": limit,
+                    }
+                )
+    return found
+
+
+def _message(v: dict[str, Any]) -> str:
+    if v["metric"] == "syntax":
+        return f"{v['path']}:{v['line']}: {v['message']}"
+    where = f"{v['path']}:{v['line']}: {v['function']}"
+    return f"{where} has {v['metric']} {v['value']} (limit {v['limit']})"

@@ -1,0 +1,80 @@
+"""Values every grader and report shares: roles, components and the final result."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Role(str, Enum):
+    """How a component counts (spec: "Objectives and gates")."""
+
+    OBJECTIVE = "objective"  # contributes its weighted score
+    GATE = "gate"  # contributes nothing, but a failing gate zeroes the score
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradeComponent:
+    """What one grader found: a score in [0, 1], whether it passed, and why.
+
+    ``weight`` is the weight the component carried in the total; the composite fills it
+    in from ``grading.weights`` (default 1) and sets it to 0 for gates, which carry none.
+    """
+
+    name: str
+    score: float
+    passed: bool
+    role: Role = Role.OBJECTIVE
+    details: Mapping[str, Any] = field(default_factory=dict)
+    messages: Sequence[str] = ()
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a GradeComponent needs a name")
+        score = float(self.score)
+        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+            raise ValueError(f"component {self.name!r}: score {self.score!r} is not in [0, 1]")
+        object.__setattr__(self, "score", score)
+        object.__setattr__(self, "passed", bool(self.passed))
+        object.__setattr__(self, "role", Role(self.role))
+        object.__setattr__(self, "messages", tuple(str(m) for m in self.messages))
+        object.__setattr__(self, "details", dict(self.details))
+        if not math.isfinite(self.weight) or self.weight < 0:
+            raise ValueError(f"component {self.name!r}: weight {self.weight!r} must be >= 0")
+
+    def mark(self) -> str:
+        """``tests=1.00✓``, with ``(gate)`` after gates: one entry of the summary line."""
+        text = f"{self.name}={self.score:.2f}{'✓' if self.passed else '✗'}"
+        return text + "(gate)" if self.role is Role.GATE else text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GradeResult:
+    """The grade of one submission: the total and every component, in grading order."""
+
+    score: float
+    passed: bool
+    components: tuple[GradeComponent, ...]
+    patch: str = ""
+    files_changed: tuple[str, ...] = ()
+
+    def component(self, name: str) -> GradeComponent:
+        """The component called ``name``; ``KeyError`` naming the ones there are."""
+        for component in self.components:
+            if component.name == name:
+                return component
+        names = ", ".join(c.name for c in self.components) or "none"
+        raise KeyError(f"no component named {name!r} (components: {names})")
+
+    def summary(self) -> str:
+        """``PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)``."""
+        verdict = "PASS" if self.passed else "FAIL"
+        marks = ", ".join(c.mark() for c in self.components)
+        return f"{verdict} {self.score:.3f} ({marks})"

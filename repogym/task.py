@@ -1,0 +1,352 @@
+"""The task file, ``.repogym.yml``: its schema, and loading it with one-line errors.
+
+The schema is declared once, as frozen pydantic models that forbid unknown keys. Every
+mistake becomes a :class:`~repogym.errors.TaskError` line naming the file, the line, the
+key, the value and what to do about it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from repogym.errors import TaskError
+from repogym.globs import compile_globs
+from repogym.models import Role
+from repogym.task_errors import describe, yaml_positions
+
+TASK_FILE = ".repogym.yml"
+TaskType = Literal["bugfix", "feature", "perf", "refactor"]
+Timing = Literal["wall", "reported"]
+# YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
+StrList = Annotated[tuple[str, ...], Strict(False)]
+
+# Built-in graders in the spec's grading order (the registry itself is in graders/).
+BUILTIN_GRADERS = ("constraints", "tests", "quality", "perf")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _check_relative(value: str, what: str) -> str:
+    if not value or value.startswith("/") or "\\" in value or ".." in value.split("/"):
+        raise ValueError(
+            f"{what} {value!r} must be a relative POSIX path inside the repository, "
+            "without `..`, `\\` or a leading `/`"
+        )
+    return value
+
+
+def _check_globs(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    for glob in values or ():
+        _check_relative(glob.lstrip("!"), "glob")
+    compile_globs(values or ())
+    return values
+
+
+def _check_regexes(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    for pattern in values or ():
+        try:
+            re.compile(pattern, re.MULTILINE)
+        except re.error as error:
+            raise ValueError(
+                f"regex {pattern!r} does not compile: {error}; escape special characters "
+                "with a backslash (quote the YAML string with single quotes)"
+            ) from None
+    return values
+
+
+class TestsConfig(_Section):
+    """``tests:``: the command that runs the tests and the ids that must pass."""
+
+    command: str = Field(min_length=1)
+    fail_to_pass: StrList = ()
+    pass_to_pass: StrList = ()
+    hidden: str | None = None
+    timeout: float = Field(default=900, gt=0)
+    partial_credit: bool = True
+    require_all_pass_to_pass: bool = False
+
+    @field_validator("command")
+    @classmethod
+    def _junit_placeholder(cls, command: str) -> str:
+        if "{junit}" not in command:
+            raise ValueError(
+                "the command must contain {junit} where the runner writes its JUnit XML, "
+                "e.g. `pytest --junitxml={junit}`"
+            )
+        return command
+
+    @field_validator("fail_to_pass", "pass_to_pass")
+    @classmethod
+    def _ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        for test_id in ids:
+            if not test_id.strip():
+                raise ValueError("a test id is empty")
+            _check_relative(test_id.split("::", 1)[0], "the file of test id")
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"test id {duplicates[0]!r} is listed twice")
+        return ids
+
+    @field_validator("hidden")
+    @classmethod
+    def _hidden(cls, hidden: str | None) -> str | None:
+        return None if hidden is None else _check_relative(hidden.rstrip("/"), "directory")
+
+    @model_validator(mode="after")
+    def _some_ids(self) -> TestsConfig:
+        if not self.fail_to_pass and not self.pass_to_pass:
+            raise ValueError(
+                "declare `fail_to_pass` or `pass_to_pass` test ids: with neither, "
+                "the tests can neither earn credit nor catch a regression"
+            )
+        both = sorted(set(self.fail_to_pass) & set(self.pass_to_pass))
+        if both:
+            raise ValueError(
+                f"test id {both[0]!r} is in both fail_to_pass and pass_to_pass; keep one"
+            )
+        return self
+
+    def test_files(self) -> tuple[str, ...]:
+        """The files the test ids name (the part before the first ``::``), sorted."""
+        ids = self.fail_to_pass + self.pass_to_pass
+        return tuple(sorted({test_id.split("::", 1)[0] for test_id in ids}))
+
+
+class PerfConfig(_Section):
+    """``perf:``: a benchmark the submission must make faster."""
+
+    command: str = Field(min_length=1)
+    timing: Timing = "wall"
+    runs: int = Field(default=5, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    noise_floor: float = Field(default=1.15, ge=1)
+    min_speedup: float
+    timeout: float = Field(default=900, gt=0)
+
+    @model_validator(mode="after")
+    def _above_noise(self) -> PerfConfig:
+        if not self.min_speedup > self.noise_floor:
+            raise ValueError(
+                f"`min_speedup` ({self.min_speedup:g}) must be greater than `noise_floor` "
+                f"({self.noise_floor:g}): raise min_speedup or lower noise_floor"
+            )
+        return self
+
+
+class ConstraintsConfig(_Section):
+    """``constraints:``: rules on the diff (a gate) and the quality limits."""
+
+    protected: StrList = ()
+    allowed_files: StrList | None = None
+    max_files_changed: int | None = Field(default=None, ge=0)
+    max_lines_changed: int | None = Field(default=None, ge=0)
+    forbidden_patterns: StrList | None = None
+    required_patterns: StrList | None = None
+    paths: StrList | None = None
+    max_function_length: int | None = Field(default=None, ge=1)
+    max_cyclomatic_complexity: int | None = Field(default=None, ge=1)
+
+    _globs = field_validator("protected", "allowed_files", "paths")(_check_globs)
+    _regexes = field_validator("forbidden_patterns", "required_patterns")(_check_regexes)
+
+    def has_quality_limits(self) -> bool:
+        return self.max_function_length is not None or self.max_cyclomatic_complexity is not None
+
+
+class CustomGrader(_Section):
+    """One entry of ``grading.graders``: ``module:Class``, optionally with a role."""
+
+    grader: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    role: Role = Role.OBJECTIVE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"grader": value} if isinstance(value, str) else value
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _role(cls, value: Any) -> Any:
+        if value not in ("objective", "gate"):
+            raise ValueError("role must be `objective` or `gate`")
+        return Role(value)
+
+
+class GradingConfig(_Section):
+    """``grading:``: weights of objectives, the pass threshold, custom graders."""
+
+    weights: dict[str, float] = Field(default_factory=dict)
+    pass_threshold: float = Field(default=0.0, ge=0, le=1)
+    graders: Annotated[tuple[CustomGrader, ...], Strict(False)] = ()
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, weights: dict[str, float]) -> dict[str, float]:
+        for name, weight in weights.items():
+            if not weight > 0 or weight == float("inf"):
+                raise ValueError(
+                    f"weight of {name!r} ({weight:g}) must be a positive number; "
+                    "remove the grader's section to stop grading it"
+                )
+        return weights
+
+
+class Task(_Section):
+    """A whole task file. Load one with :func:`load_task` or :func:`parse_task`."""
+
+    version: Literal[1]
+    type: TaskType
+    setup: str | None = None
+    tests: TestsConfig | None = None
+    perf: PerfConfig | None = None
+    constraints: ConstraintsConfig = ConstraintsConfig()
+    grading: GradingConfig = GradingConfig()
+
+    _source: str = PrivateAttr(default=TASK_FILE)
+    _sha256: str = PrivateAttr(default="")
+
+    @property
+    def source(self) -> str:
+        """Where the task was read from, as shown in messages."""
+        return self._source
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the task file's bytes, recorded in every report."""
+        return self._sha256
+
+    @property
+    def tests_role(self) -> Role:
+        """Tests earn credit when there are targets; regression-only tests gate (spec)."""
+        return Role.OBJECTIVE if self.tests and self.tests.fail_to_pass else Role.GATE
+
+    @property
+    def quality_role(self) -> Role:
+        """Quality is the objective of a refactor and a gate on every other type (spec)."""
+        return Role.OBJECTIVE if self.type == "refactor" else Role.GATE
+
+    def builtin_roles(self) -> dict[str, Role]:
+        """The built-in graders this task runs, in grading order, with their roles."""
+        roles = {"constraints": Role.GATE}
+        if self.tests is not None:
+            roles["tests"] = self.tests_role
+        if self.constraints.has_quality_limits():
+            roles["quality"] = self.quality_role
+        if self.perf is not None:
+            roles["perf"] = Role.OBJECTIVE
+        return roles
+
+    def protected_files(self) -> dict[str, str]:
+        """Files no submission may touch, always on, each with the reason."""
+        protected = {TASK_FILE: "the task file"}
+        if self.tests is not None:
+            for path in self.tests.test_files():
+                protected.setdefault(path, "named by a test id")
+        return protected
+
+
+def _cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Rules that span sections, as (key path, message) pairs."""
+    roles = task.builtin_roles()
+    custom = task.grading.graders
+    if Role.OBJECTIVE not in roles.values() and all(g.role is Role.GATE for g in custom):
+        yield (
+            (),
+            (
+                "the task has no objective, so no submission could earn credit: declare "
+                "`tests.fail_to_pass`, a `perf` section, quality limits on a `type: refactor` "
+                "task, or an objective in `grading.graders`"
+            ),
+        )
+    for name in task.grading.weights:
+        key = ("grading", "weights", name)
+        if roles.get(name) is Role.GATE:
+            yield key, f"{name} is a gate in this task and carries no weight; remove the entry"
+        elif name in BUILTIN_GRADERS and name not in roles:
+            yield (
+                key,
+                f"this task does not run the {name} grader; remove the entry or add its section",
+            )
+        elif name not in BUILTIN_GRADERS and not custom:
+            guess = difflib.get_close_matches(name, list(roles), n=1)
+            hint = f"did you mean `{guess[0]}`?" if guess else "fix the name"
+            yield key, f"no grader is called {name!r} (graders: {', '.join(roles)}); {hint}"
+
+
+def parse_task(text: bytes | str, source: str = TASK_FILE) -> Task:
+    """Parse and validate the bytes of a task file; ``source`` names it in errors."""
+    raw = text.encode() if isinstance(text, str) else text
+    try:
+        positions = yaml_positions(raw)
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark else source
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise TaskError(f"{where}: not valid YAML: {problem}; fix the syntax there") from None
+    except TaskError as error:
+        raise TaskError(*(f"{source}{line}" for line in error.lines)) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise TaskError(
+            f"{source}: the task file must be a mapping of keys such as `version` and `type`, "
+            f"not a {type(data).__name__}"
+        )
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as error:
+        raise TaskError(*_lines(error, source, positions)) from None
+    problems = [
+        f"{_where(source, loc, positions)}: {'`' + '.'.join(loc) + '`: ' if loc else ''}{message}"
+        for loc, message in _cross_checks(task)
+    ]
+    if problems:
+        raise TaskError(*problems)
+    task._source = source
+    task._sha256 = hashlib.sha256(raw).hexdigest()
+    return task
+
+
+def load_task(path: Path) -> Task:
+    """Read and validate the task file at ``path``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise TaskError(f"{path}: cannot read the task file: {error.strerror}") from None
+    return parse_task(raw, str(path))
+
+
+def _lines(
+    error: ValidationError, source: str, positions: dict[tuple[str, ...], int]
+) -> Iterator[str]:
+    for item in error.errors(include_url=False):
+        loc = tuple(str(part) for part in item["loc"])
+        yield f"{_where(source, loc, positions)}: {describe(item, loc, Task)}"
+
+
+def _where(source: str, loc: tuple[str, ...], positions: dict[tuple[str, ...], int]) -> str:
+    """``file:line`` of the key ``loc``, or of the nearest enclosing key that has one."""
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in positions:
+            return f"{source}:{positions[loc[:end]]}"
+    return source
