@@ -56,7 +56,8 @@ def _check_relative(value: str, what: str) -> str:
 
 def _check_globs(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
     for glob in values or ():
-        _check_relative(glob.lstrip("!"), "glob")
+        if glob.lstrip("!"):
+            _check_relative(glob.lstrip("!"), "glob")
     compile_globs(values or ())
     return values
 
@@ -336,17 +337,28 @@ def load_task(path: Path) -> Task:
     return parse_task(raw, str(path))
 
 
-def _lines(
-    error: ValidationError, source: str, positions: dict[tuple[str, ...], int]
-) -> Iterator[str]:
+def _lines(error: ValidationError, source: str, positions: dict[tuple[str, ...], int]) -> list[str]:
+    """One line per schema error, in the order of the file."""
+    found = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"])
-        yield f"{_where(source, loc, positions)}: {describe(item, loc, Task)}"
+        found.append(
+            (
+                _line(loc, positions),
+                f"{_where(source, loc, positions)}: {describe(item, loc, Task)}",
+            )
+        )
+    return [line for _, line in sorted(found, key=lambda pair: pair[0])]
+
+
+def _line(loc: tuple[str, ...], positions: dict[tuple[str, ...], int]) -> int:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in positions:
+            return positions[loc[:end]]
+    return 0
 
 
 def _where(source: str, loc: tuple[str, ...], positions: dict[tuple[str, ...], int]) -> str:
     """``file:line`` of the key ``loc``, or of the nearest enclosing key that has one."""
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in positions:
-            return f"{source}:{positions[loc[:end]]}"
-    return source
+    line = _line(loc, positions)
+    return f"{source}:{line}" if line else source

@@ -1,0 +1,303 @@
+"""Benchmark: the submission's changed files and line counts cost at most 1.3x `git diff`.
+
+Target: on a generated repository of 20,000 files where 6,000 change, ``changed_files()``
+and ``diff_stats()`` of a fresh :class:`~repogym.workspace.Workspace` take at most 1.3
+times as long as ``git diff --numstat <base>`` alone.
+
+The submission is a realistic pull request: a few commits on a branch after ``main``, then
+staged and unstaged edits, deletions and untracked (not ignored) new files. The reference
+does not see the untracked files while the Workspace does (it adds them to a private copy
+of the index); that extra work is part of what the target allows for.
+
+Run ``python bench/diff.py``; it exits 1 when the ratio is above the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import repogym.git
+from repogym.task import parse_task
+from repogym.workspace import Workspace
+
+TARGET = 1.3
+FILES = 20_000
+# The 6,000 changed paths, by where the change lives; the sets are disjoint.
+COMMITTED = {"modified": 1_000, "deleted": 100, "added": 150}
+STAGED_MODIFIED = 500
+UNSTAGED = {"modified": 3_500, "deleted": 200}
+UNTRACKED = 550
+IGNORED = 200
+TASK = b"version: 1\ntype: refactor\nconstraints:\n  max_function_length: 50\n"
+
+# Both sides run git with the same environment, free of the user's and system's config.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Submission:
+    """The generated repository and what the submission changed, as the generator knows it."""
+
+    root: Path
+    base: str
+    modified: frozenset[str]
+    deleted: frozenset[str]
+    added: frozenset[str]
+    untracked: frozenset[str]
+
+    @property
+    def changed(self) -> frozenset[str]:
+        return self.modified | self.deleted | self.added | self.untracked
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+# -- the generated repository ----------------------------------------------------------
+
+
+class Source:
+    """Deterministic, code-like text from one seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        words = ["value", "count", "items", "parse", "render", "config", "result", "index"]
+        words += ["buffer", "token", "node", "state", "cache", "record", "limit", "offset"]
+        indents = ["", "    ", "        ", "            "]
+        self.pool = [
+            f"{self.rng.choice(indents)}{self.rng.choice(words)}_{n} = "
+            f"{self.rng.choice(words)}({self.rng.randrange(1000)})"
+            for n in range(5_000)
+        ]
+        self.pool += ["", "", "", "    return result", "    pass"]
+        self._edits = 0
+
+    def lines(self, low: int, high: int) -> list[str]:
+        return self.rng.choices(self.pool, k=self.rng.randint(low, high))
+
+    def edited(self, lines: list[str]) -> list[str]:
+        """``lines`` with a few hunks replaced, inserted or removed; sometimes rewritten."""
+        out = list(lines)
+        heavy = self.rng.random() < 0.1
+        hunks = len(out) // 4 if heavy else self.rng.choice((1, 1, 2, 3, 5, 8))
+        for _ in range(max(hunks, 1)):
+            at = self.rng.randrange(len(out) + 1)
+            size = self.rng.randint(1, 6)
+            self._edits += 1
+            new = [f"    edit_{self._edits}_{k} = {at}" for k in range(self.rng.randint(0, 6))]
+            out[at : at + size] = new or [f"# removed {self._edits}"]
+        return out
+
+
+def tree(rng: random.Random) -> list[str]:
+    """Nested directories, one to four levels deep."""
+    dirs = []
+    for a in range(16):
+        for b in range(rng.randint(4, 12)):
+            dirs.append(f"pkg{a}/mod{b}")
+            dirs += [f"pkg{a}/mod{b}/sub{c}" for c in range(rng.randint(0, 3))]
+            dirs += [f"pkg{a}/mod{b}/sub0/deep{c}" for c in range(rng.randint(0, 2))]
+    return dirs
+
+
+def write(root: Path, path: str, lines: list[str]) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+
+
+def generate(root: Path, seed: int) -> Submission:
+    """Build the base commit on ``main``, then the submission on top of it."""
+    source = Source(seed)
+    rng = source.rng
+    dirs = tree(rng)
+    paths = [f"{rng.choice(dirs)}/file{n}.py" for n in range(FILES - 1)]
+    contents = {path: source.lines(20, 200) for path in paths}
+    git(root, "init", "--quiet", "--initial-branch=main")
+    write(root, ".gitignore", ["*.pyc", "build/"])
+    for path, lines in contents.items():
+        write(root, path, lines)
+    git(root, "add", "--all")
+    git(root, "commit", "--quiet", "-m", "base")
+    base = git(root, "rev-parse", "HEAD").strip()
+
+    picked = iter(rng.sample(paths, sum(COMMITTED.values()) + STAGED_MODIFIED + 3_700))
+    take = lambda n: [next(picked) for _ in range(n)]  # noqa: E731
+    new_dirs = dirs + [f"pkg{n}/fresh" for n in range(16)]
+    new_path = iter(f"{rng.choice(new_dirs)}/new{n}.py" for n in range(10**9))
+
+    git(root, "switch", "--quiet", "-c", "submission")
+    committed_modified, committed_deleted = take(COMMITTED["modified"]), take(COMMITTED["deleted"])
+    committed_added = [next(new_path) for _ in range(COMMITTED["added"])]
+    for step in range(3):  # a few commits, each a third of the branch's work
+        for path in committed_modified[step::3]:
+            write(root, path, source.edited(contents[path]))
+        for path in committed_deleted[step::3]:
+            (root / path).unlink()
+        for path in committed_added[step::3]:
+            write(root, path, source.lines(10, 150))
+        git(root, "add", "--all")
+        git(root, "commit", "--quiet", "-m", f"step {step}")
+
+    staged, unstaged = take(STAGED_MODIFIED), take(UNSTAGED["modified"])
+    for path in staged + unstaged:
+        write(root, path, source.edited(contents[path]))
+    git(root, "add", "--", *staged)
+    unstaged_deleted = take(UNSTAGED["deleted"])
+    for path in unstaged_deleted:
+        (root / path).unlink()
+    untracked = [next(new_path) for _ in range(UNTRACKED)]
+    for path in untracked:
+        write(root, path, source.lines(10, 150))
+    for n in range(IGNORED):
+        write(root, f"{rng.choice(dirs)}/cache{n}.pyc", ["\0compiled"])
+        write(root, f"build/out{n}.py", ["generated = True"])
+
+    # A real work tree's index is not racily clean: git status has refreshed it since.
+    time.sleep(1.1)
+    git(root, "update-index", "-q", "--refresh")
+    return Submission(
+        root=root,
+        base=base,
+        modified=frozenset(committed_modified + staged + unstaged),
+        deleted=frozenset(committed_deleted + unstaged_deleted),
+        added=frozenset(committed_added),
+        untracked=frozenset(untracked),
+    )
+
+
+# -- the two sides -----------------------------------------------------------------------
+
+
+def reference(sub: Submission) -> bytes:
+    """The baseline cost: ``git diff --numstat <base>`` (tracked paths only)."""
+    cmd = ["git", "diff", "--numstat", sub.base]
+    return subprocess.run(cmd, cwd=sub.root, capture_output=True, check=True).stdout
+
+
+def workspace(sub: Submission) -> Workspace:
+    """The measured cost: open a fresh Workspace and ask for changed files and line counts."""
+    ws = Workspace.open(sub.root, base="main", task=parse_task(TASK))
+    ws.changed_files()
+    ws.diff_stats()
+    return ws
+
+
+def check(sub: Submission) -> None:
+    """The Workspace reports exactly the generated changes, with git's line counts."""
+    stats = workspace(sub).diff_stats()
+    assert set(stats) == sub.changed and len(stats) == 6_000, "wrong set of changed paths"
+    expected = {p: "M" for p in sub.modified} | {p: "D" for p in sub.deleted}
+    expected |= {p: "A" for p in sub.added | sub.untracked}
+    assert {p: c.status for p, c in stats.items()} == expected, "wrong statuses"
+    numstat = {}
+    for line in reference(sub).decode().splitlines():
+        added, removed, path = line.split("\t", 2)
+        numstat[path] = (int(added), int(removed))
+    assert set(numstat) == sub.changed - sub.untracked, "git diff saw unexpected paths"
+    for path, counts in numstat.items():
+        assert (stats[path].added, stats[path].removed) == counts, f"{path}: line counts differ"
+    for path in sub.untracked:
+        lines = len((sub.root / path).read_bytes().splitlines())
+        assert (stats[path].added, stats[path].removed) == (lines, 0), f"{path}: wrong counts"
+
+
+def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """The minimum wall time of each side over interleaved rounds (order alternating)."""
+    best = dict.fromkeys(sides, float("inf"))
+    names = list(sides)
+    for n in range(rounds):
+        for name in names if n % 2 == 0 else names[::-1]:
+            start = time.perf_counter()
+            sides[name]()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+@contextmanager
+def git_timings() -> Iterator[Counter[str]]:
+    """Wall time spent in each ``repogym.git.git`` subcommand while the block runs."""
+    spent: Counter[str] = Counter()
+    original = repogym.git.git
+
+    def timed(args, cwd, **kwargs):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        try:
+            return original(args, cwd, **kwargs)
+        finally:
+            name = " ".join(a for a in args[:2] if not a.startswith("-")) or args[0]
+            spent[name] += time.perf_counter() - start
+
+    repogym.git.git = timed
+    try:
+        yield spent
+    finally:
+        repogym.git.git = original
+
+
+def breakdown(sub: Submission, rounds: int) -> None:
+    """Where one Workspace round spends its time (the fastest round is shown)."""
+    fastest: tuple[float, Counter[str]] = (float("inf"), Counter())
+    for _ in range(rounds):
+        with git_timings() as spent:
+            start = time.perf_counter()
+            workspace(sub)
+            total = time.perf_counter() - start
+        fastest = min(fastest, (total, spent), key=lambda t: t[0])
+    total, spent = fastest
+    print(f"breakdown of the fastest Workspace round ({total * 1000:.0f} ms):")
+    for name, seconds in spent.most_common():
+        print(f"  git {name:<28} {seconds * 1000:7.1f} ms")
+    print(f"  {'python and file copies':<32} {(total - sum(spent.values())) * 1000:7.1f} ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=20240)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--breakdown", action="store_true", help="also time each git call")
+    args = parser.parse_args(argv)
+    os.environ.update(GIT_ENV)
+    with tempfile.TemporaryDirectory(prefix="repogym-bench-diff-") as tmp:
+        start = time.perf_counter()
+        sub = generate(Path(tmp) / "repo", args.seed)
+        print(f"generated {FILES:,} files, {len(sub.changed):,} changed "
+              f"in {time.perf_counter() - start:.1f} s")
+        check(sub)
+        best = best_of(args.rounds, {"reference": lambda: reference(sub),
+                                     "workspace": lambda: workspace(sub)})
+        if args.breakdown:
+            breakdown(sub, args.rounds)
+    ratio = best["workspace"] / best["reference"]
+    tracked = len(sub.changed - sub.untracked)
+    print(f"(a) git diff --numstat <base>:      {best['reference'] * 1000:7.1f} ms "
+          f"(tracked changes only: {tracked:,} paths)")
+    print(f"(b) Workspace changed_files+stats:  {best['workspace'] * 1000:7.1f} ms "
+          f"(tracked + {len(sub.untracked):,} untracked: {len(sub.changed):,} paths)")
+    verdict = "ok" if ratio <= TARGET else "FAIL"
+    print(f"ratio b/a = {ratio:.2f} (target <= {TARGET}) {verdict}")
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from repogym.models import GradeComponent, GradeResult, Role
+
+
+def test_component_defaults_to_objective_and_normalises() -> None:
+    c = GradeComponent(name="x", score=1, passed=1, messages=["a"])  # type: ignore[arg-type]
+    assert c.role is Role.OBJECTIVE
+    assert c.score == 1.0 and isinstance(c.score, float)
+    assert c.passed is True
+    assert c.messages == ("a",)
+    assert c.weight == 1.0
+
+
+@pytest.mark.parametrize("score", [-0.01, 1.0001, math.nan, math.inf])
+def test_component_rejects_scores_outside_unit_interval(score: float) -> None:
+    with pytest.raises(ValueError, match="not in \\[0, 1\\]"):
+        GradeComponent(name="x", score=score, passed=False)
+
+
+def test_component_role_from_string() -> None:
+    assert GradeComponent(name="g", score=0, passed=False, role="gate").role is Role.GATE  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        GradeComponent(name="g", score=0, passed=False, role="boss")  # type: ignore[arg-type]
+
+
+def _result(*components: GradeComponent, score: float, passed: bool) -> GradeResult:
+    return GradeResult(score=score, passed=passed, components=components)
+
+
+def test_summary_format_matches_spec() -> None:
+    result = _result(
+        GradeComponent(name="constraints", score=1, passed=True, role=Role.GATE),
+        GradeComponent(name="tests", score=1, passed=True),
+        score=1.0,
+        passed=True,
+    )
+    assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)"
+
+
+def test_summary_marks_failures_and_rounds() -> None:
+    result = _result(
+        GradeComponent(name="constraints", score=2 / 3, passed=False, role=Role.GATE),
+        GradeComponent(name="tests", score=0.5, passed=False),
+        GradeComponent(name="perf", score=0.4537, passed=False),
+        score=0.0,
+        passed=False,
+    )
+    assert result.summary() == (
+        "FAIL 0.000 (constraints=0.67✗(gate), tests=0.50✗, perf=0.45✗)"
+    )
+
+
+def test_component_lookup_names_the_alternatives() -> None:
+    result = _result(GradeComponent(name="tests", score=1, passed=True), score=1, passed=True)
+    assert result.component("tests").score == 1.0
+    with pytest.raises(KeyError, match="components: tests"):
+        result.component("perf")

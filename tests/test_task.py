@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from repogym.errors import TaskError
+from repogym.models import Role
+from repogym.task import load_task, parse_task
+
+FULL = b"""\
+version: 1
+type: bugfix
+setup: pip install -e .
+tests:
+  command: pytest -q -o junit_family=xunit1 --junitxml={junit}
+  fail_to_pass: [tests/test_parse.py::test_unicode]
+  pass_to_pass: [tests/test_parse.py::test_ascii]
+  hidden: .repogym/hidden
+  timeout: 900
+  partial_credit: true
+  require_all_pass_to_pass: false
+perf:
+  command: python bench.py
+  timing: wall
+  runs: 5
+  noise_floor: 1.15
+  min_speedup: 4
+constraints:
+  protected: [tests/**, .github/**]
+  allowed_files: [src/**]
+  max_files_changed: 10
+  max_lines_changed: 400
+  forbidden_patterns: ['breakpoint\\(']
+  required_patterns: ['def parse_unicode']
+  paths: [src/**/*.py]
+  max_function_length: 60
+  max_cyclomatic_complexity: 12
+grading:
+  weights: {tests: 0.8, perf: 0.2}
+  pass_threshold: 1.0
+  graders: ['tools.graders:NoTodoGrader']
+"""
+
+
+def errors(text: str) -> list[str]:
+    with pytest.raises(TaskError) as caught:
+        parse_task(text.encode())
+    return list(caught.value.lines)
+
+
+def test_the_design_example_loads_with_every_value() -> None:
+    task = parse_task(FULL)
+    assert task.type == "bugfix"
+    assert task.tests is not None and task.perf is not None
+    assert task.tests.fail_to_pass == ("tests/test_parse.py::test_unicode",)
+    assert task.tests.hidden == ".repogym/hidden"
+    assert task.perf.min_speedup == 4.0 and task.perf.warmup == 1
+    assert task.constraints.forbidden_patterns == ("breakpoint\\(",)
+    assert task.grading.weights == {"tests": 0.8, "perf": 0.2}
+    assert task.grading.graders[0].grader == "tools.graders:NoTodoGrader"
+    assert task.grading.graders[0].role is Role.OBJECTIVE
+    assert task.sha256 == hashlib.sha256(FULL).hexdigest()
+    assert task.builtin_roles() == {
+        "constraints": Role.GATE,
+        "tests": Role.OBJECTIVE,
+        "quality": Role.GATE,
+        "perf": Role.OBJECTIVE,
+    }
+
+
+def test_defaults_are_documented_values() -> None:
+    task = parse_task(
+        b"version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass: [a.py::t]\n"
+    )
+    assert task.tests is not None
+    assert task.tests.partial_credit is True
+    assert task.tests.require_all_pass_to_pass is False
+    assert task.tests.timeout == 900
+    assert task.grading.pass_threshold == 0.0
+    assert task.grading.weights == {}
+
+
+def test_roles_follow_the_spec() -> None:
+    regression_only = parse_task(
+        b"version: 1\ntype: refactor\ntests:\n  command: t {junit}\n  pass_to_pass: [a.py::t]\n"
+        b"constraints:\n  max_function_length: 10\n"
+    )
+    assert regression_only.builtin_roles() == {
+        "constraints": Role.GATE,
+        "tests": Role.GATE,
+        "quality": Role.OBJECTIVE,
+    }
+    feature = parse_task(
+        b"version: 1\ntype: feature\ntests:\n  command: t {junit}\n  fail_to_pass: [a.py::t]\n"
+        b"constraints:\n  max_cyclomatic_complexity: 3\n"
+    )
+    assert feature.builtin_roles()["quality"] is Role.GATE
+    custom = parse_task(
+        b"version: 1\ntype: feature\ngrading:\n  graders: [{grader: 'm:G', role: gate}, 'm:H']\n"
+    )
+    assert [g.role for g in custom.grading.graders] == [Role.GATE, Role.OBJECTIVE]
+
+
+def test_unknown_key_is_named_with_a_suggestion_and_line() -> None:
+    lines = errors("version: 1\ntype: perf\nperf:\n  command: x\n  min_spedup: 4\n")
+    assert ".repogym.yml:5: unknown key `perf.min_spedup`; did you mean `min_speedup`?" in lines
+
+
+def test_unknown_top_level_key() -> None:
+    assert errors("version: 1\ntype: bugfix\ntest:\n  command: x\n")[0] == (
+        ".repogym.yml:3: unknown key `test`; did you mean `tests`?"
+    )
+
+
+def test_min_speedup_must_exceed_noise_floor() -> None:
+    (line,) = errors("version: 1\ntype: perf\nperf:\n  command: x\n  min_speedup: 1.1\n")
+    assert line.startswith(".repogym.yml:3: `perf`:")
+    assert "`min_speedup` (1.1) must be greater than `noise_floor` (1.15)" in line
+
+
+def test_bad_regex_is_caught_at_load() -> None:
+    (line,) = errors(
+        "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n"
+        "  forbidden_patterns: ['ok', 'print(']\n"
+    )
+    assert line.startswith(".repogym.yml:5: `constraints.forbidden_patterns`")
+    assert "regex 'print(' does not compile" in line
+
+
+def test_bad_glob_is_caught_at_load() -> None:
+    (line,) = errors(
+        "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n  paths: ['../x']\n"
+    )
+    assert "glob '../x' must be a relative POSIX path" in line
+
+
+def test_invalid_gitignore_glob() -> None:
+    (line,) = errors(
+        "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n  protected: ['!']\n"
+    )
+    assert "not a valid gitignore-style pattern" in line
+
+
+def test_wrong_types_say_what_is_expected() -> None:
+    lines = errors(
+        "version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass: a.py::t\n"
+        "  partial_credit: maybe\n  timeout: -3\n"
+    )
+    assert lines == [
+        ".repogym.yml:5: `tests.fail_to_pass` = 'a.py::t': should be a list, e.g. `[a, b]`",
+        ".repogym.yml:6: `tests.partial_credit` = 'maybe': should be `true` or `false`",
+        ".repogym.yml:7: `tests.timeout` = -3: should be greater than 0",
+    ]
+
+
+def test_type_must_be_known() -> None:
+    assert errors("version: 1\ntype: bugfx\n") == [
+        ".repogym.yml:2: `type` = 'bugfx': should be 'bugfix', 'feature', 'perf' or 'refactor'"
+    ]
+
+
+def test_version_is_required() -> None:
+    assert errors("type: bugfix\n")[0] == ".repogym.yml: `version` is required; add `version: 1`"
+
+
+def test_yaml_syntax_error_names_the_line() -> None:
+    (line,) = errors("version: 1\ntype: bugfix\ntests: [\n")
+    assert line.startswith(".repogym.yml:4: not valid YAML:")
+
+
+def test_duplicate_keys_are_errors() -> None:
+    assert errors("version: 1\ntype: bugfix\ntype: perf\n") == [
+        ".repogym.yml:3: key `type` appears twice; keep one"
+    ]
+
+
+def test_not_a_mapping() -> None:
+    (line,) = errors("- a\n- b\n")
+    assert "must be a mapping" in line
+
+
+def test_a_task_without_objective_is_rejected() -> None:
+    (line,) = errors(
+        "version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  pass_to_pass: [a.py::t]\n"
+    )
+    assert "the task has no objective" in line
+
+
+def test_tests_need_the_junit_placeholder_and_ids() -> None:
+    lines = errors("version: 1\ntype: bugfix\ntests:\n  command: pytest\n")
+    assert any("must contain {junit}" in line for line in lines)
+    lines = errors("version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n")
+    assert any("declare `fail_to_pass` or `pass_to_pass`" in line for line in lines)
+
+
+def test_an_id_in_both_lists_is_rejected() -> None:
+    (line,) = errors(
+        "version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n"
+        "  fail_to_pass: [a.py::t]\n  pass_to_pass: [a.py::t]\n"
+    )
+    assert "in both fail_to_pass and pass_to_pass" in line
+
+
+def test_weights_apply_to_objectives_of_this_task_only() -> None:
+    lines = errors(
+        "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n"
+        "grading:\n  weights:\n    constraints: 1\n    tests: 1\n    qualty: 2\n"
+    )
+    assert lines == [
+        ".repogym.yml:7: `grading.weights.constraints`: constraints is a gate in this task "
+        "and carries no weight; remove the entry",
+        ".repogym.yml:8: `grading.weights.tests`: this task does not run the tests grader; "
+        "remove the entry or add its section",
+        ".repogym.yml:9: `grading.weights.qualty`: no grader is called 'qualty' "
+        "(graders: constraints, quality); did you mean `quality`?",
+    ]
+
+
+def test_weights_must_be_positive() -> None:
+    (line,) = errors(
+        "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n"
+        "grading:\n  weights: {quality: 0}\n"
+    )
+    assert "must be a positive number" in line
+
+
+def test_custom_grader_reference_is_checked() -> None:
+    (line,) = errors("version: 1\ntype: bugfix\ngrading:\n  graders: [tools.graders.NoTodo]\n")
+    assert line.startswith(".repogym.yml:4: `grading.graders.0.grader`")
+
+
+def test_load_task_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "task.yml"
+    path.write_text("version: 1\ntype: nope\n")
+    with pytest.raises(TaskError) as caught:
+        load_task(path)
+    assert str(caught.value).startswith(f"{path}:2: `type`")
+    with pytest.raises(TaskError, match="cannot read the task file"):
+        load_task(tmp_path / "missing.yml")
