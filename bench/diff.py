@@ -21,11 +21,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import repogym.git
 from repogym.task import parse_task
@@ -38,6 +39,7 @@ COMMITTED = {"modified": 1_000, "deleted": 100, "added": 150}
 STAGED_MODIFIED = 500
 UNSTAGED = {"modified": 3_500, "deleted": 200}
 UNTRACKED = 550
+CHANGED = sum(COMMITTED.values()) + STAGED_MODIFIED + sum(UNSTAGED.values()) + UNTRACKED
 IGNORED = 200
 TASK = b"version: 1\ntype: refactor\nconstraints:\n  max_function_length: 50\n"
 
@@ -96,7 +98,7 @@ class Source:
         return self.rng.choices(self.pool, k=self.rng.randint(low, high))
 
     def edited(self, lines: list[str]) -> list[str]:
-        """``lines`` with a few hunks replaced, inserted or removed; sometimes rewritten."""
+        """``lines`` with a few hunks replaced, inserted or removed; one in ten heavily."""
         out = list(lines)
         heavy = self.rng.random() < 0.1
         hunks = len(out) // 4 if heavy else self.rng.choice((1, 1, 2, 3, 5, 8))
@@ -110,7 +112,7 @@ class Source:
 
 
 def tree(rng: random.Random) -> list[str]:
-    """Nested directories, one to four levels deep."""
+    """Nested directories, two to four levels deep."""
     dirs = []
     for a in range(16):
         for b in range(rng.randint(4, 12)):
@@ -131,8 +133,8 @@ def generate(root: Path, seed: int) -> Submission:
     source = Source(seed)
     rng = source.rng
     dirs = tree(rng)
-    paths = [f"{rng.choice(dirs)}/file{n}.py" for n in range(FILES - 1)]
-    contents = {path: source.lines(20, 200) for path in paths}
+    contents = {f"{rng.choice(dirs)}/file{n}.py": source.lines(20, 200) for n in range(FILES - 1)}
+    root.mkdir()
     git(root, "init", "--quiet", "--initial-branch=main")
     write(root, ".gitignore", ["*.pyc", "build/"])
     for path, lines in contents.items():
@@ -141,32 +143,21 @@ def generate(root: Path, seed: int) -> Submission:
     git(root, "commit", "--quiet", "-m", "base")
     base = git(root, "rev-parse", "HEAD").strip()
 
-    picked = iter(rng.sample(paths, sum(COMMITTED.values()) + STAGED_MODIFIED + 3_700))
-    take = lambda n: [next(picked) for _ in range(n)]  # noqa: E731
-    new_dirs = dirs + [f"pkg{n}/fresh" for n in range(16)]
-    new_path = iter(f"{rng.choice(new_dirs)}/new{n}.py" for n in range(10**9))
+    existing = rng.sample(sorted(contents), CHANGED - COMMITTED["added"] - UNTRACKED)
+    c_modified, c_deleted, staged, unstaged, u_deleted = split(
+        existing,
+        [COMMITTED["modified"], COMMITTED["deleted"], STAGED_MODIFIED, *UNSTAGED.values()],
+    )
+    new_dirs = [*dirs, *(f"pkg{n}/fresh" for n in range(16))]
+    new = [f"{rng.choice(new_dirs)}/new{n}.py" for n in range(COMMITTED["added"] + UNTRACKED)]
+    c_added, untracked = split(new, [COMMITTED["added"], UNTRACKED])
 
-    git(root, "switch", "--quiet", "-c", "submission")
-    committed_modified, committed_deleted = take(COMMITTED["modified"]), take(COMMITTED["deleted"])
-    committed_added = [next(new_path) for _ in range(COMMITTED["added"])]
-    for step in range(3):  # a few commits, each a third of the branch's work
-        for path in committed_modified[step::3]:
-            write(root, path, source.edited(contents[path]))
-        for path in committed_deleted[step::3]:
-            (root / path).unlink()
-        for path in committed_added[step::3]:
-            write(root, path, source.lines(10, 150))
-        git(root, "add", "--all")
-        git(root, "commit", "--quiet", "-m", f"step {step}")
-
-    staged, unstaged = take(STAGED_MODIFIED), take(UNSTAGED["modified"])
+    commit_branch(root, source, contents, c_modified, c_deleted, c_added)
     for path in staged + unstaged:
         write(root, path, source.edited(contents[path]))
     git(root, "add", "--", *staged)
-    unstaged_deleted = take(UNSTAGED["deleted"])
-    for path in unstaged_deleted:
+    for path in u_deleted:
         (root / path).unlink()
-    untracked = [next(new_path) for _ in range(UNTRACKED)]
     for path in untracked:
         write(root, path, source.lines(10, 150))
     for n in range(IGNORED):
@@ -179,11 +170,41 @@ def generate(root: Path, seed: int) -> Submission:
     return Submission(
         root=root,
         base=base,
-        modified=frozenset(committed_modified + staged + unstaged),
-        deleted=frozenset(committed_deleted + unstaged_deleted),
-        added=frozenset(committed_added),
+        modified=frozenset(c_modified + staged + unstaged),
+        deleted=frozenset(c_deleted + u_deleted),
+        added=frozenset(c_added),
         untracked=frozenset(untracked),
     )
+
+
+def split(items: list[str], counts: list[int]) -> list[list[str]]:
+    """``items`` cut into consecutive groups of ``counts``."""
+    groups, at = [], 0
+    for count in counts:
+        groups.append(items[at : at + count])
+        at += count
+    return groups
+
+
+def commit_branch(
+    root: Path,
+    source: Source,
+    contents: dict[str, list[str]],
+    modified: list[str],
+    deleted: list[str],
+    added: list[str],
+) -> None:
+    """A few commits on the branch ``submission``, each a third of the branch's work."""
+    git(root, "switch", "--quiet", "-c", "submission")
+    for step in range(3):
+        for path in modified[step::3]:
+            write(root, path, source.edited(contents[path]))
+        for path in deleted[step::3]:
+            (root / path).unlink()
+        for path in added[step::3]:
+            write(root, path, source.lines(10, 150))
+        git(root, "add", "--all")
+        git(root, "commit", "--quiet", "-m", f"step {step}")
 
 
 # -- the two sides -----------------------------------------------------------------------
@@ -206,20 +227,25 @@ def workspace(sub: Submission) -> Workspace:
 def check(sub: Submission) -> None:
     """The Workspace reports exactly the generated changes, with git's line counts."""
     stats = workspace(sub).diff_stats()
-    assert set(stats) == sub.changed and len(stats) == 6_000, "wrong set of changed paths"
-    expected = {p: "M" for p in sub.modified} | {p: "D" for p in sub.deleted}
-    expected |= {p: "A" for p in sub.added | sub.untracked}
-    assert {p: c.status for p, c in stats.items()} == expected, "wrong statuses"
+    expect(len(sub.changed) == CHANGED == 6_000, f"generated {len(sub.changed)} changes")
+    expected = dict.fromkeys(sub.modified, "M") | dict.fromkeys(sub.deleted, "D")
+    expected |= dict.fromkeys(sub.added | sub.untracked, "A")
+    expect({p: c.status for p, c in stats.items()} == expected, "wrong paths or statuses")
     numstat = {}
     for line in reference(sub).decode().splitlines():
         added, removed, path = line.split("\t", 2)
         numstat[path] = (int(added), int(removed))
-    assert set(numstat) == sub.changed - sub.untracked, "git diff saw unexpected paths"
+    expect(set(numstat) == sub.changed - sub.untracked, "git diff saw unexpected paths")
     for path, counts in numstat.items():
-        assert (stats[path].added, stats[path].removed) == counts, f"{path}: line counts differ"
+        expect((stats[path].added, stats[path].removed) == counts, f"{path}: counts differ")
     for path in sub.untracked:
         lines = len((sub.root / path).read_bytes().splitlines())
-        assert (stats[path].added, stats[path].removed) == (lines, 0), f"{path}: wrong counts"
+        expect((stats[path].added, stats[path].removed) == (lines, 0), f"{path}: wrong counts")
+
+
+def expect(condition: bool, problem: str) -> None:
+    if not condition:
+        raise SystemExit(f"sanity check failed: {problem}")
 
 
 def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, float]:
@@ -235,18 +261,17 @@ def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, fl
 
 
 @contextmanager
-def git_timings() -> Iterator[Counter[str]]:
+def git_timings() -> Iterator[dict[str, float]]:
     """Wall time spent in each ``repogym.git.git`` subcommand while the block runs."""
-    spent: Counter[str] = Counter()
+    spent: dict[str, float] = defaultdict(float)
     original = repogym.git.git
 
-    def timed(args, cwd, **kwargs):  # type: ignore[no-untyped-def]
+    def timed(args: Sequence[str], cwd: Path, **kwargs: Any) -> bytes:
         start = time.perf_counter()
         try:
             return original(args, cwd, **kwargs)
         finally:
-            name = " ".join(a for a in args[:2] if not a.startswith("-")) or args[0]
-            spent[name] += time.perf_counter() - start
+            spent[args[0]] += time.perf_counter() - start
 
     repogym.git.git = timed
     try:
@@ -257,7 +282,7 @@ def git_timings() -> Iterator[Counter[str]]:
 
 def breakdown(sub: Submission, rounds: int) -> None:
     """Where one Workspace round spends its time (the fastest round is shown)."""
-    fastest: tuple[float, Counter[str]] = (float("inf"), Counter())
+    fastest: tuple[float, dict[str, float]] = (float("inf"), {})
     for _ in range(rounds):
         with git_timings() as spent:
             start = time.perf_counter()
@@ -266,7 +291,7 @@ def breakdown(sub: Submission, rounds: int) -> None:
         fastest = min(fastest, (total, spent), key=lambda t: t[0])
     total, spent = fastest
     print(f"breakdown of the fastest Workspace round ({total * 1000:.0f} ms):")
-    for name, seconds in spent.most_common():
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         print(f"  git {name:<28} {seconds * 1000:7.1f} ms")
     print(f"  {'python and file copies':<32} {(total - sum(spent.values())) * 1000:7.1f} ms")
 
@@ -281,19 +306,26 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="repogym-bench-diff-") as tmp:
         start = time.perf_counter()
         sub = generate(Path(tmp) / "repo", args.seed)
-        print(f"generated {FILES:,} files, {len(sub.changed):,} changed "
-              f"in {time.perf_counter() - start:.1f} s")
+        print(
+            f"generated {FILES:,} files, {len(sub.changed):,} changed "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
         check(sub)
-        best = best_of(args.rounds, {"reference": lambda: reference(sub),
-                                     "workspace": lambda: workspace(sub)})
+        best = best_of(
+            args.rounds, {"reference": lambda: reference(sub), "workspace": lambda: workspace(sub)}
+        )
         if args.breakdown:
             breakdown(sub, args.rounds)
     ratio = best["workspace"] / best["reference"]
     tracked = len(sub.changed - sub.untracked)
-    print(f"(a) git diff --numstat <base>:      {best['reference'] * 1000:7.1f} ms "
-          f"(tracked changes only: {tracked:,} paths)")
-    print(f"(b) Workspace changed_files+stats:  {best['workspace'] * 1000:7.1f} ms "
-          f"(tracked + {len(sub.untracked):,} untracked: {len(sub.changed):,} paths)")
+    print(
+        f"(a) git diff --numstat <base>:      {best['reference'] * 1000:7.1f} ms "
+        f"(tracked changes only: {tracked:,} paths)"
+    )
+    print(
+        f"(b) Workspace changed_files+stats:  {best['workspace'] * 1000:7.1f} ms "
+        f"(tracked + {len(sub.untracked):,} untracked: {len(sub.changed):,} paths)"
+    )
     verdict = "ok" if ratio <= TARGET else "FAIL"
     print(f"ratio b/a = {ratio:.2f} (target <= {TARGET}) {verdict}")
     return 0 if ratio <= TARGET else 1

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pathspec
 
 
-def compile_globs(globs: Sequence[str]) -> pathspec.PathSpec:
+def compile_globs(globs: Sequence[str]) -> pathspec.PathSpec[Any]:
     """A matcher for ``globs``; raises ValueError naming the first invalid one."""
     for glob in globs:
         try:
@@ -19,6 +20,6 @@ def compile_globs(globs: Sequence[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitignore", globs)
 
 
-def matching(spec: pathspec.PathSpec, paths: Iterable[str]) -> list[str]:
+def matching(spec: pathspec.PathSpec[Any], paths: Iterable[str]) -> list[str]:
     """The paths ``spec`` matches, in the order given."""
     return [path for path in paths if spec.match_file(path)]

@@ -46,18 +46,20 @@ class _Section(BaseModel):
 
 
 def _check_relative(value: str, what: str) -> str:
-    if not value or value.startswith("/") or "\\" in value or ".." in value.split("/"):
+    parts = value.split("/")
+    if not value or value.startswith("/") or "\\" in value or {"..", ".", ""} & set(parts):
         raise ValueError(
-            f"{what} {value!r} must be a relative POSIX path inside the repository, "
-            "without `..`, `\\` or a leading `/`"
+            f"{what} {value!r} must be a relative POSIX path from the repository root, "
+            "without `./`, `..`, `\\`, `//` or a leading `/`"
         )
     return value
 
 
 def _check_globs(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
     for glob in values or ():
+        # `!` negates and a trailing `/` means "a directory": both gitignore syntax.
         if glob.lstrip("!"):
-            _check_relative(glob.lstrip("!"), "glob")
+            _check_relative(glob.lstrip("!").removesuffix("/"), "glob")
     compile_globs(values or ())
     return values
 

@@ -12,7 +12,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
@@ -108,6 +108,13 @@ class Workspace:
         )
         return tuple(sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p))
 
+    def is_regular_file(self, path: str) -> bool:
+        """Whether ``path`` is a regular file in the submission (not a symlink or missing)."""
+        try:
+            return (self.root / PurePosixPath(path)).lstat().st_mode & 0o170000 == 0o100000
+        except OSError:
+            return False
+
     def read_bytes(self, path: str) -> bytes:
         """The submission's bytes of ``path``; a file the submission deleted reads as empty."""
         change = self._changes.get(path)
@@ -144,11 +151,13 @@ class Workspace:
         # A submission's .gitattributes can mark text as binary (`-diff`) to hide lines
         # from max_lines_changed; count those as text unless the content really is binary.
         disguised = [c.path for c in changes.values() if c.binary and not self._is_binary(c)]
-        if disguised:
-            recount = _parse_raw_numstat(
-                self._git_diff(["--raw", "--numstat", "--no-abbrev", "-z", "--text"], disguised)
+        for path in disguised:
+            # `--numstat` ignores `--text` (git 2.39), so count the lines of a text patch.
+            patch = self._git_diff(
+                ["--text", "--unified=0", "--no-ext-diff", "--no-textconv"], [path]
             )
-            changes.update({p: recount[p] for p in disguised if p in recount})
+            added, removed = _count_patch_lines(patch)
+            changes[path] = replace(changes[path], added=added, removed=removed, binary=False)
         return dict(sorted(changes.items()))
 
     def _is_binary(self, change: FileChange) -> bool:
@@ -184,7 +193,8 @@ class _PrivateIndex:
         real = _git.git(["rev-parse", "--git-path", "index"], self.root).decode().strip()
         real_path = self.root / real
         if real_path.exists():
-            shutil.copyfile(real_path, index)
+            # copy2 keeps the mtime, which git compares with entries to spot racy ones.
+            shutil.copy2(real_path, index)
         env = {"GIT_INDEX_FILE": index, "GIT_LITERAL_PATHSPECS": "1"}
         _git.git(["add", "--all", "--intent-to-add", "--", "."], self.root, env=env)
         return env
@@ -192,6 +202,22 @@ class _PrivateIndex:
     def __exit__(self, *exc: object) -> None:
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _count_patch_lines(patch: bytes) -> tuple[int, int]:
+    """Added and removed lines of a one-file unified diff."""
+    added = removed = 0
+    in_hunk = False
+    for line in patch.split(b"\n"):
+        if line.startswith(b"@@"):
+            in_hunk = True
+        elif line.startswith(b"diff --git"):
+            in_hunk = False
+        elif in_hunk and line.startswith(b"+"):
+            added += 1
+        elif in_hunk and line.startswith(b"-"):
+            removed += 1
+    return added, removed
 
 
 def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:

@@ -50,9 +50,7 @@ def test_summary_marks_failures_and_rounds() -> None:
         score=0.0,
         passed=False,
     )
-    assert result.summary() == (
-        "FAIL 0.000 (constraints=0.67✗(gate), tests=0.50✗, perf=0.45✗)"
-    )
+    assert result.summary() == ("FAIL 0.000 (constraints=0.67✗(gate), tests=0.50✗, perf=0.45✗)")
 
 
 def test_component_lookup_names_the_alternatives() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.models import GradeComponent, Role
+from repogym.task import TASK_FILE
 from repogym.workspace import Workspace
 
 # Enough to show what is wrong without turning a report into a dump of the diff.
@@ -48,8 +49,12 @@ class ConstraintGrader(Grader):
             score=1 - len(violated) / len(checks),
             passed=not violated,
             details={"checks": checks},
-            messages=messages or [f"all {len(checks)} checks passed"],
+            messages=messages or [f"no violation ({_plural(len(checks), 'check')})"],
         )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _check(rule: str, violations: list[Violation]) -> dict[str, Any]:
@@ -128,7 +133,8 @@ def _forbidden_patterns(workspace: Workspace) -> Iterator[Violation]:
         re.compile(p, re.MULTILINE) for p in workspace.task.constraints.forbidden_patterns or ()
     ]
     for path, change in workspace.diff_stats().items():
-        if change.status == "D" or change.binary:
+        # Symlinks are skipped: what they point to is checked as a file of its own.
+        if change.status == "D" or change.binary or not workspace.is_regular_file(path):
             continue
         text = workspace.read(path)
         for pattern in patterns:
@@ -144,11 +150,13 @@ def _forbidden_patterns(workspace: Workspace) -> Iterator[Violation]:
 
 def _required_patterns(workspace: Workspace) -> Iterator[Violation]:
     c = workspace.task.constraints
-    files = workspace.files()
+    # The rubric itself and the hidden tests must not satisfy a requirement on the code.
+    rubric = set(protected_paths(workspace)) - set(workspace.task.protected_files()) | {TASK_FILE}
+    files = tuple(f for f in workspace.files() if f not in rubric and workspace.is_regular_file(f))
     if c.paths is not None:
         files = tuple(matching(compile_globs(c.paths), files))
     texts = _texts(workspace, files)
-    where = f"files under paths ({', '.join(c.paths)})" if c.paths is not None else "file"
+    where = f"file under paths ({', '.join(c.paths)})" if c.paths is not None else "file"
     for pattern in c.required_patterns or ():
         regex = re.compile(pattern, re.MULTILINE)
         if not any(regex.search(text) for text in texts):

@@ -62,7 +62,10 @@ class QualityGrader(Grader):
 def python_files(workspace: Workspace) -> tuple[str, ...]:
     """The submission's Python files under ``constraints.paths``."""
     paths = workspace.task.constraints.paths
-    files = tuple(f for f in workspace.files() if f.endswith(".py"))
+    # Symlinks are skipped: a link inside the tree is measured at its target.
+    files = tuple(
+        f for f in workspace.files() if f.endswith(".py") and workspace.is_regular_file(f)
+    )
     return tuple(matching(compile_globs(paths), files)) if paths is not None else files
 
 
@@ -70,17 +73,9 @@ def _violations(workspace: Workspace, path: str, limits: dict[str, int]) -> list
     try:
         functions = measure_source(workspace.read_bytes(path), path)
     except SyntaxError as error:
-        return [
-            {
-                "path": path,
-                "line": error.lineno or 1,
-                "function": None,
-                "metric": "syntax",
-                "value": None,
-                "limit": None,
-                "message": f"does not parse: {error.msg}",
-            }
-        ]
+        return [_unparsable(path, error.lineno or 1, error.msg)]
+    except (RecursionError, MemoryError):
+        return [_unparsable(path, 1, "too deeply nested for Python's parser")]
     found = []
     for function in functions:
         for metric, limit in limits.items():
@@ -97,6 +92,18 @@ def _violations(workspace: Workspace, path: str, limits: dict[str, int]) -> list
                     }
                 )
     return found
+
+
+def _unparsable(path: str, line: int, reason: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "line": line,
+        "function": None,
+        "metric": "syntax",
+        "value": None,
+        "limit": None,
+        "message": f"does not parse: {reason}",
+    }
 
 
 def _message(v: dict[str, Any]) -> str:

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import sys
+
 import pytest
 
 from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader, Grader
 from repogym.models import GradeComponent, Role
-from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 
@@ -116,9 +116,7 @@ def test_graders_run_in_the_order_given(workspace: Workspace) -> None:
 
 
 def test_the_spec_example(workspace: Workspace) -> None:
-    grader = CompositeGrader(
-        [ConstraintGrader(), NoTodoGrader()], weights={"no_todo": 0.2}
-    )
+    grader = CompositeGrader([ConstraintGrader(), NoTodoGrader()], weights={"no_todo": 0.2})
     result = grader.grade_result(workspace)
     assert result.summary() == "FAIL 0.000 (constraints=1.00✓(gate), no_todo=0.00✗)"
     assert result.component("no_todo").messages == ("TODO in src/a.py",)

@@ -1,0 +1,220 @@
+"""Per-function length and cyclomatic complexity of Python source, for the quality grader.
+
+The rules are in ``docs/metrics.md``. In short: every function and method is reported
+with its qualified name as Python writes ``__qualname__``, its length in lines and its
+complexity: 1, plus one for each ``if``/``elif``, loop, ``except``, conditional
+expression, comprehension clause, ``assert`` and ``match`` case, plus one for each extra
+operand of ``and``/``or``. Nested functions and classes are measured apart; lambdas and
+comprehensions count toward the function that holds them; code outside functions counts
+toward nothing.
+
+The walk must stay cheap next to ``ast.parse`` (``bench/metrics.py`` holds it to 1.2
+times the parse), so it avoids ``ast.walk`` and visitors: it walks statements with an
+explicit stack, and only looks inside a simple statement (an assignment, a call, a
+``return``...) when the statement's lines hold ``and``, ``or``, ``if`` or ``for``:
+without one of those keywords no expression can count, and most statements have none.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import pathlib
+import re
+import warnings
+from dataclasses import dataclass
+
+__all__ = ["FunctionMetrics", "measure_file", "measure_source"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionMetrics:
+    """One function or method: where it is, what Python calls it, and its two measures."""
+
+    path: str  # as given by the caller (POSIX relative path)
+    line: int  # the ``def`` line; decorators are not included
+    qualname: str  # ``f``, ``C.m``, ``f.<locals>.g``, ``f.<locals>.C.m``
+    length: int  # lines from ``def`` to the last line of the body
+    complexity: int
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+_Scope = ast.Module | ast.ClassDef | _Function
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+# Decision points that add one each wherever they stand. ``BoolOp`` and
+# ``comprehension`` are weighed in ``_expression_complexity``.
+_DECISIONS = frozenset(
+    {ast.If, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.match_case, ast.Assert}
+)
+
+# Fields that never hold a node that can count: identifiers, constants, flags, comments,
+# imported names, and the operator and context singletons (``Add``, ``Load``...).
+_NOT_NODES = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "asname", "names", "module",
+     "kwd_attrs", "rest", "kind", "type_comment", "is_async", "simple", "conversion",
+     "level", "tag"}
+)  # fmt: skip
+# Fields that hold statements (or handlers and cases, which hold statements).
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+_NODE_CLASSES = [c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)]
+# Per class, the fields worth descending into. ``Constant.value`` and
+# ``MatchSingleton.value`` are constants, not nodes. ``None`` stands in the stacks for
+# absent optional fields and for the gaps of ``Dict.keys`` and ``kw_defaults``.
+_CHILDREN: dict[type, tuple[str, ...]] = {
+    c: tuple(f for f in c._fields if f not in _NOT_NODES) for c in _NODE_CLASSES
+}
+_CHILDREN.update({ast.Constant: (), ast.MatchSingleton: (), type(None): ()})
+# Per statement class, the fields that hold statements and the other (header) fields.
+# ``IfExp.body`` and ``Lambda.body`` are expressions: only statements are split.
+_STATEMENTS = [c for c in _NODE_CLASSES if issubclass(c, ast.stmt | ast.excepthandler)]
+_BLOCK_FIELDS = {c: tuple(f for f in _CHILDREN[c] if f in _BLOCKS) for c in _STATEMENTS}
+_BLOCK_FIELDS[ast.match_case] = ("body",)
+_HEADER_FIELDS = {c: tuple(f for f in _CHILDREN[c] if f not in _BLOCKS) for c in _BLOCK_FIELDS}
+
+# A BoolOp, an IfExp or a comprehension cannot be written without one of these keywords.
+# The keyword must end before a character that cannot continue a name (the tokenizer
+# reads any non-ASCII character as part of a name), but may follow anything: ``1if x
+# else 2`` and ``0xfor`` are valid Python. A match in a string or comment only costs time.
+_KEYWORD = re.compile(r"(?:and|or|if|for)\b")
+
+
+def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
+    """Measure every function and method in ``source``, in source order.
+
+    ``source`` is text, or bytes decoded as Python does (BOM, encoding cookie).
+    ``path`` is only copied into the results and used in error messages.
+
+    Raises:
+        SyntaxError: the source does not parse, is not decodable, or holds null bytes.
+    """
+    text = _decode(source)
+    tree = _parse(text, path)
+    # Python counts lines after turning \r\n and \r into \n; str.splitlines() would
+    # also split at form feeds and other separators and shift the line numbers.
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    found: list[tuple[int, int, FunctionMetrics]] = []
+    scopes: list[tuple[_Scope, str]] = [(tree, "")]  # a scope and its qualname
+    while scopes:
+        scope, qualname = scopes.pop()
+        complexity, nested, declared_global = _walk_scope(scope, lines)
+        if isinstance(scope, ast.ClassDef):
+            prefix = qualname + "."
+        elif isinstance(scope, ast.Module):
+            prefix = ""
+        else:
+            prefix = qualname + ".<locals>."
+            metrics = FunctionMetrics(
+                path=path,
+                line=scope.lineno,
+                qualname=qualname,
+                length=scope.end_lineno - scope.lineno + 1,  # type: ignore[operator]
+                complexity=complexity,
+            )
+            found.append((scope.lineno, scope.col_offset, metrics))
+        for child in nested:
+            # A name declared ``global`` in the enclosing scope is named as at the top
+            # level, as CPython's compiler does (``compiler_set_qualname``).
+            name = child.name if child.name in declared_global else prefix + child.name
+            scopes.append((child, name))
+    found.sort(key=lambda entry: entry[:2])
+    return [metrics for _, _, metrics in found]
+
+
+def measure_file(path: pathlib.Path, display: str | None = None) -> list[FunctionMetrics]:
+    """Measure the Python file at ``path``; results carry ``display`` (default: ``path``)."""
+    shown = display if display is not None else path.as_posix()
+    return measure_source(path.read_bytes(), shown)
+
+
+def _decode(source: str | bytes) -> str:
+    """Decode bytes as the interpreter does, so that line numbers match the text."""
+    if isinstance(source, str):
+        return source
+    try:
+        return importlib.util.decode_source(source)
+    except (LookupError, ValueError) as exc:  # an unknown codec, undecodable bytes
+        raise SyntaxError(f"cannot decode the source: {exc}") from exc
+
+
+def _parse(text: str, path: str) -> ast.Module:
+    # Invalid escapes and the like warn while parsing: the metrics must print nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text, filename=path)
+        except ValueError as exc:  # null bytes, before Python 3.12
+            raise SyntaxError(str(exc)) from exc
+
+
+def _walk_scope(scope: _Scope, lines: list[str]) -> tuple[int, list[_Scope], set[str]]:
+    """Complexity of ``scope``, the functions and classes directly in it, and its globals.
+
+    Nested functions and classes are returned, not entered: they are measured apart,
+    with their decorators, defaults, annotations and, for a class, bases (the spec).
+    The complexity of a module or a class is meaningless and not used.
+    """
+    complexity = 1
+    nested: list[_Scope] = []
+    declared_global: set[str] = set()
+    statements: list[ast.AST] = list(scope.body)
+    expressions: list[ast.AST | None] = []
+    if not isinstance(scope, ast.Module | ast.ClassDef):
+        _push_fields(expressions, scope, _HEADER_FIELDS[type(scope)])
+    search = _KEYWORD.search
+    while statements:
+        node = statements.pop()
+        kind = type(node)
+        if kind in _SCOPES:
+            nested.append(node)  # type: ignore[arg-type]
+            continue
+        if kind in _DECISIONS:
+            complexity += 1
+        blocks = _BLOCK_FIELDS[kind]
+        if blocks:
+            for field in blocks:
+                statements += getattr(node, field)
+            _push_fields(expressions, node, _HEADER_FIELDS[kind])
+        elif kind is ast.Global:
+            declared_global.update(node.names)  # type: ignore[attr-defined]
+        else:
+            first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+            if search(lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])):
+                expressions.append(node)
+    return complexity + _expression_complexity(expressions), nested, declared_global
+
+
+def _push_fields(stack: list[ast.AST | None], node: ast.AST, fields: tuple[str, ...]) -> None:
+    for field in fields:
+        value = getattr(node, field)
+        if type(value) is list:
+            stack += value
+        else:
+            stack.append(value)
+
+
+def _expression_complexity(stack: list[ast.AST | None]) -> int:
+    """What the expressions in ``stack`` (and everything under them) add to complexity.
+
+    No function or class can stand in an expression, so the walk need not look for them.
+    """
+    complexity = 0
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    children = _CHILDREN
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is ast.BoolOp:
+            complexity += len(node.values) - 1  # type: ignore[union-attr]
+        elif kind is ast.IfExp:
+            complexity += 1
+        elif kind is ast.comprehension:
+            complexity += 1 + len(node.ifs)  # type: ignore[union-attr]
+        for field in children[kind]:
+            child = getattr(node, field)
+            if type(child) is list:
+                extend(child)
+            else:
+                push(child)
+    return complexity

@@ -1,0 +1,203 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repogym import __version__
+from repogym.cli import main
+from tests.conftest import Repo
+
+TASK = """\
+version: 1
+type: refactor
+constraints:
+  allowed_files: [src/**]
+  paths: [src/**/*.py]
+  max_function_length: 4
+"""
+LONG = "def f(x):\n    y = x\n    y += 1\n    y += 2\n    return y\n"
+SHORT = "def f(x):\n    return x + 3\n"
+
+
+@pytest.fixture
+def pr(repo: Repo) -> Repo:
+    repo.commit("base", {".repogym.yml": TASK, "src/m.py": LONG})
+    repo.branch("pr")
+    return repo
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "repogym", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_grade_passes_and_writes_reports(pr: Repo, tmp_path: Path) -> None:
+    pr.commit("fix", {"src/m.py": SHORT})
+    out = tmp_path / "out" / "report.json"
+    md = tmp_path / "summary.md"
+    done = run("grade", "--json", str(out), "--markdown", str(md), cwd=pr.root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-3] == "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)"
+    report = json.loads(out.read_text())
+    base = pr.git("rev-parse", "main").strip()
+    head = pr.git("rev-parse", "HEAD").strip()
+    assert report["version"] == 1
+    assert report["tool"] == {"name": "repogym", "version": __version__}
+    assert report["score"] == 1.0 and report["passed"] is True
+    assert report["summary"] == "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)"
+    assert report["files_changed"] == ["src/m.py"]
+    assert report["base"] == {"ref": "main", "sha": base}
+    assert report["head"] == {"sha": head}
+    assert report["task"]["sha256"] == __import__("hashlib").sha256(TASK.encode()).hexdigest()
+    assert report["task"]["source"] == ".repogym.yml@main"
+    names = [(c["name"], c["role"], c["weight"]) for c in report["components"]]
+    assert names == [("constraints", "gate", 0.0), ("quality", "objective", 1.0)]
+    assert set(report["components"][0]) == {
+        "name",
+        "role",
+        "score",
+        "passed",
+        "weight",
+        "details",
+        "messages",
+    }
+    assert "| quality | objective | 1 | 1.00 | ✓ |" in md.read_text()
+
+
+def test_grade_fails_with_exit_1(pr: Repo) -> None:
+    pr.write({"src/m.py": LONG + "\n" + LONG.replace("f(", "g("), "README": "x\n"})
+    done = run("grade", cwd=pr.root)
+    assert done.returncode == 1
+    assert "FAIL 0.000 (constraints=0.50✗(gate), quality=0.00✗)" in done.stdout
+    assert "README changed but is outside allowed_files (src/**)" in done.stdout
+
+
+def test_grade_uses_the_merge_base_and_the_task_at_ref(pr: Repo) -> None:
+    pr.commit("fix", {"src/m.py": SHORT})
+    # main moves on after the branch point: its new file is not part of the submission,
+    # and its stricter task applies.
+    pr.git("checkout", "--quiet", "main")
+    pr.commit("main moves", {"src/other.py": "x = 1\n", ".repogym.yml": TASK.replace("4", "1")})
+    pr.git("checkout", "--quiet", "pr")
+    done = run("grade", "--base", "main", cwd=pr.root)
+    assert "quality=0.00✗" in done.stdout
+    assert done.returncode == 1
+    assert "src/other.py" not in done.stdout
+
+
+def test_submission_cannot_edit_its_rubric(pr: Repo) -> None:
+    pr.write({".repogym.yml": TASK.replace("max_function_length: 4", "max_function_length: 99")})
+    done = run("grade", cwd=pr.root)
+    assert done.returncode == 1
+    assert ".repogym.yml is protected (the task file) and was modified" in done.stdout
+    assert "quality=0.00✗" in done.stdout
+
+
+def test_task_override(pr: Repo, tmp_path: Path) -> None:
+    task = tmp_path / "task.yml"
+    task.write_text(TASK.replace("max_function_length: 4", "max_function_length: 10"))
+    done = run("grade", "--task", str(task), cwd=pr.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["grade", "--base", "nope"], "`nope` does not name a commit"),
+        (["grade", "--bogus"], "unrecognized arguments: --bogus"),
+        ([], "the following arguments are required: command"),
+        (["metrics", "missing.py"], "missing.py: no such file or directory"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(pr: Repo, args: list[str], message: str) -> None:
+    done = run(*args, cwd=pr.root)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("repogym: error: ") and message in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_task_error_at_base_is_reported_per_line(repo: Repo) -> None:
+    repo.commit("base", {".repogym.yml": "version: 1\ntype: refactr\nconstraint: {}\n"})
+    done = run("grade", cwd=repo.root)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "repogym: error: .repogym.yml@main:2: `type` = 'refactr': should be 'bugfix', "
+        "'feature', 'perf' or 'refactor'",
+        "repogym: error: .repogym.yml@main:3: unknown key `constraint`; did you mean "
+        "`constraints`?",
+    ]
+
+
+def test_missing_task_file(repo: Repo) -> None:
+    repo.commit("base", {"a.py": "x = 1\n"})
+    done = run("grade", cwd=repo.root)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "repogym: error: .repogym.yml not found at main: commit a task file on the base "
+        "branch, or pass one with --task FILE"
+    )
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    done = run("grade", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "not inside a git work tree" in done.stderr
+
+
+def test_default_base_prefers_the_remote_default_branch(pr: Repo) -> None:
+    pr.git("update-ref", "refs/remotes/origin/trunk", "main")
+    pr.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    pr.write({"src/m.py": SHORT})
+    done = run("grade", "--json", "r.json", cwd=pr.root)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((pr.root / "r.json").read_text())["base"]["ref"] == "origin/trunk"
+
+
+def test_metrics_json_and_table(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text(
+        "class C:\n    def m(self, x):\n        return 1 if x else 2\n"
+    )
+    done = run("metrics", "--json", str(tmp_path / "pkg"))
+    assert done.returncode == 0
+    row = json.loads(done.stdout)
+    assert row == {
+        "path": (tmp_path / "pkg" / "a.py").as_posix(),
+        "line": 2,
+        "qualname": "C.m",
+        "length": 2,
+        "complexity": 2,
+    }
+    table = run("metrics", str(tmp_path / "pkg" / "a.py")).stdout.splitlines()
+    assert table[1].split()[:2] == ["2", "2"] and table[1].endswith("a.py:2 C.m")
+
+
+def test_metrics_reports_unparsable_files(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    done = run("metrics", str(tmp_path / "bad.py"))
+    assert done.returncode == 2
+    assert "bad.py:1: does not parse" in done.stderr
+
+
+def test_version() -> None:
+    assert run("--version").stdout.strip() == f"repogym {__version__}"
+
+
+def test_demo_grades_every_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "== refactor:" in out
+    assert "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)" in out
+    report = Path(out.split("The JSON reports are in ")[1].split(" ")[0]) / "refactor.json"
+    assert json.loads(report.read_text())["passed"] is True
