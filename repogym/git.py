@@ -80,3 +80,11 @@ def show_file(repo: Path, commit: str, path: str) -> bytes | None:
         return git(["cat-file", "blob", f"{commit}:{path}"], repo)
     except WorkspaceError:
         return None
+
+
+def object_type(repo: Path, commit: str, path: str) -> str | None:
+    """``blob``, ``tree`` (or another git object type) of ``path`` at ``commit``; None if absent."""
+    try:
+        return git(["cat-file", "-t", f"{commit}:{path}"], repo).decode().strip()
+    except WorkspaceError:
+        return None

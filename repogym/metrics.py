@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import operator
 import pathlib
 import re
 import warnings
@@ -66,18 +67,29 @@ _CHILDREN: dict[type, tuple[str, ...]] = {
     c: tuple(f for f in c._fields if f not in _NOT_NODES) for c in _NODE_CLASSES
 }
 _CHILDREN.update({ast.Constant: (), ast.MatchSingleton: (), type(None): ()})
-# Per statement class, the fields that hold statements and the other (header) fields.
-# ``IfExp.body`` and ``Lambda.body`` are expressions: only statements are split.
-_STATEMENTS = [c for c in _NODE_CLASSES if issubclass(c, ast.stmt | ast.excepthandler)]
-_BLOCK_FIELDS = {c: tuple(f for f in _CHILDREN[c] if f in _BLOCKS) for c in _STATEMENTS}
-_BLOCK_FIELDS[ast.match_case] = ("body",)
-_HEADER_FIELDS = {c: tuple(f for f in _CHILDREN[c] if f not in _BLOCKS) for c in _BLOCK_FIELDS}
+# How many of the keywords below a statement's own syntax holds: ``if``/``elif``, ``for``.
+_OWN_KEYWORDS = {ast.If: 1, ast.For: 1, ast.AsyncFor: 1}
+# Per statement class (handlers and cases included): what it adds to complexity, the
+# fields that hold statements, the other (header) fields, and how many keywords its
+# header holds by itself (``None``: the header has no position to look at). Functions
+# and classes have ``None`` for blocks: they are measured apart.
+_STATEMENT_RULES: dict[type, tuple[int, tuple[str, ...] | None, tuple[str, ...], int | None]] = {
+    c: (
+        1 if c in _DECISIONS else 0,
+        None if c in _SCOPES else tuple(f for f in _CHILDREN[c] if f in _BLOCKS),
+        tuple(f for f in _CHILDREN[c] if f not in _BLOCKS),
+        _OWN_KEYWORDS.get(c, 0) if "body" in c._fields and "lineno" in c._attributes else None,
+    )
+    for c in _NODE_CLASSES
+    if issubclass(c, ast.stmt | ast.excepthandler | ast.match_case)
+}
 
 # A BoolOp, an IfExp or a comprehension cannot be written without one of these keywords.
 # The keyword must end before a character that cannot continue a name (the tokenizer
 # reads any non-ASCII character as part of a name), but may follow anything: ``1if x
 # else 2`` and ``0xfor`` are valid Python. A match in a string or comment only costs time.
 _KEYWORD = re.compile(r"(?:and|or|if|for)\b")
+_search, _findall = _KEYWORD.search, _KEYWORD.findall
 
 
 def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
@@ -93,12 +105,15 @@ def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
     tree = _parse(text, path)
     # Python counts lines after turning \r\n and \r into \n; str.splitlines() would
     # also split at form feeds and other separators and shift the line numbers.
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
     found: list[tuple[int, int, FunctionMetrics]] = []
     scopes: list[tuple[_Scope, str]] = [(tree, "")]  # a scope and its qualname
     while scopes:
         scope, qualname = scopes.pop()
-        complexity, nested, declared_global = _walk_scope(scope, lines)
+        measured = not isinstance(scope, ast.Module | ast.ClassDef)
+        complexity, nested, declared_global = _walk_scope(scope, lines, measured)
         if isinstance(scope, ast.ClassDef):
             prefix = qualname + "."
         elif isinstance(scope, ast.Module):
@@ -118,8 +133,11 @@ def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
             # level, as CPython's compiler does (``compiler_set_qualname``).
             name = child.name if child.name in declared_global else prefix + child.name
             scopes.append((child, name))
-    found.sort(key=lambda entry: entry[:2])
+    found.sort(key=_position)
     return [metrics for _, _, metrics in found]
+
+
+_position = operator.itemgetter(0, 1)
 
 
 def measure_file(path: pathlib.Path, display: str | None = None) -> list[FunctionMetrics]:
@@ -148,41 +166,60 @@ def _parse(text: str, path: str) -> ast.Module:
             raise SyntaxError(str(exc)) from exc
 
 
-def _walk_scope(scope: _Scope, lines: list[str]) -> tuple[int, list[_Scope], set[str]]:
+def _walk_scope(
+    scope: _Scope, lines: list[str], measured: bool
+) -> tuple[int, list[_Scope], set[str]]:
     """Complexity of ``scope``, the functions and classes directly in it, and its globals.
 
     Nested functions and classes are returned, not entered: they are measured apart,
     with their decorators, defaults, annotations and, for a class, bases (the spec).
-    The complexity of a module or a class is meaningless and not used.
+    Unless ``measured`` (a module or a class), only statements that hold statements are
+    looked at: nothing else counts or holds a function.
     """
     complexity = 1
     nested: list[_Scope] = []
     declared_global: set[str] = set()
     statements: list[ast.AST] = list(scope.body)
     expressions: list[ast.AST | None] = []
-    if not isinstance(scope, ast.Module | ast.ClassDef):
-        _push_fields(expressions, scope, _HEADER_FIELDS[type(scope)])
-    search = _KEYWORD.search
+    rules = _STATEMENT_RULES
+    if measured:
+        first = scope.decorator_list[0].lineno if scope.decorator_list else scope.lineno
+        if _header_keywords(lines, first, scope.body[0]):
+            _push_fields(expressions, scope, rules[type(scope)][2])
+    pop, search = statements.pop, _search
     while statements:
-        node = statements.pop()
-        kind = type(node)
-        if kind in _SCOPES:
-            nested.append(node)  # type: ignore[arg-type]
-            continue
-        if kind in _DECISIONS:
-            complexity += 1
-        blocks = _BLOCK_FIELDS[kind]
+        node = pop()
+        weight, blocks, header, own = rules[type(node)]
         if blocks:
+            complexity += weight
             for field in blocks:
                 statements += getattr(node, field)
-            _push_fields(expressions, node, _HEADER_FIELDS[kind])
-        elif kind is ast.Global:
+            if measured and header:
+                if own is None or _header_keywords(lines, node.lineno, node.body[0]) > own:
+                    _push_fields(expressions, node, header)
+        elif blocks is None:
+            nested.append(node)  # type: ignore[arg-type]
+        elif type(node) is ast.Global:
             declared_global.update(node.names)  # type: ignore[attr-defined]
-        else:
+        elif measured and header:
+            complexity += weight
             first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
             if search(lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])):
                 expressions.append(node)
-    return complexity + _expression_complexity(expressions), nested, declared_global
+    if expressions:
+        complexity += _expression_complexity(expressions)
+    return complexity, nested, declared_global
+
+
+def _header_keywords(lines: list[str], first: int, body: ast.stmt) -> int:
+    """How many keywords stand from the start of line ``first`` to where ``body`` begins.
+
+    ``col_offset`` counts UTF-8 bytes, never fewer than characters: on a line with
+    non-ASCII text the span read can only be longer than the header, never shorter.
+    """
+    last = body.lineno
+    text = lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])
+    return len(_findall(text, 0, len(text) - len(lines[last - 1]) + body.col_offset))
 
 
 def _push_fields(stack: list[ast.AST | None], node: ast.AST, fields: tuple[str, ...]) -> None:
@@ -201,15 +238,15 @@ def _expression_complexity(stack: list[ast.AST | None]) -> int:
     """
     complexity = 0
     pop, push, extend = stack.pop, stack.append, stack.extend
-    children = _CHILDREN
+    children, bool_op, if_exp, comprehension = _CHILDREN, ast.BoolOp, ast.IfExp, ast.comprehension
     while stack:
         node = pop()
         kind = type(node)
-        if kind is ast.BoolOp:
+        if kind is bool_op:
             complexity += len(node.values) - 1  # type: ignore[union-attr]
-        elif kind is ast.IfExp:
+        elif kind is if_exp:
             complexity += 1
-        elif kind is ast.comprehension:
+        elif kind is comprehension:
             complexity += 1 + len(node.ifs)  # type: ignore[union-attr]
         for field in children[kind]:
             child = getattr(node, field)

@@ -23,6 +23,7 @@ import itertools
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -106,7 +107,16 @@ class Runner:
         """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist."""
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
-        full_env = {**self.environment(), **(env or {}), _MARKER: marker}
+        with tempfile.TemporaryDirectory(prefix="repogym-pycache-") as pycache:
+            # Bytecode goes to a fresh place each run: a same-size edit within the same
+            # second must not run a stale .pyc, and the tree gets no __pycache__ of ours.
+            defaults = {"PYTHONPYCACHEPREFIX": pycache}
+            full_env = {**defaults, **self.environment(), **(env or {}), _MARKER: marker}
+            return self._run(command, cwd, timeout, full_env, marker)
+
+    def _run(
+        self, command: str, cwd: Path, timeout: float, full_env: dict[str, str], marker: str
+    ) -> CommandResult:
         _become_subreaper()
         start = time.monotonic()
         process = self._spawn(command, cwd, full_env)

@@ -219,10 +219,20 @@ class Task(_Section):
     version: Literal[1]
     type: TaskType
     setup: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    pass_env: StrList = ()
     tests: TestsConfig | None = None
     perf: PerfConfig | None = None
     constraints: ConstraintsConfig = ConstraintsConfig()
     grading: GradingConfig = GradingConfig()
+
+    @field_validator("env", "pass_env")
+    @classmethod
+    def _variable_names(cls, names: Any) -> Any:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return names
 
     _source: str = PrivateAttr(default=TASK_FILE)
     _sha256: str = PrivateAttr(default="")

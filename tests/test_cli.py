@@ -197,7 +197,7 @@ def test_version() -> None:
 def test_demo_grades_every_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert "== refactor:" in out
-    assert "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)" in out
+    assert "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓, quality=1.00✓(gate))" in out
+    assert "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓(gate), quality=1.00✓)" in out
     report = Path(out.split("The JSON reports are in ")[1].split(" ")[0]) / "refactor.json"
     assert json.loads(report.read_text())["passed"] is True

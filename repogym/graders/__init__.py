@@ -4,11 +4,20 @@ from repogym.graders.base import Grader
 from repogym.graders.composite import CompositeGrader
 from repogym.graders.constraints import ConstraintGrader
 from repogym.graders.quality import QualityGrader
+from repogym.graders.tests import TestGrader
 
 # The built-in graders, in the spec's grading order; a task runs those it declares.
 BUILTIN_GRADERS: dict[str, type[Grader]] = {
     "constraints": ConstraintGrader,
+    "tests": TestGrader,
     "quality": QualityGrader,
 }
 
-__all__ = ["BUILTIN_GRADERS", "CompositeGrader", "ConstraintGrader", "Grader", "QualityGrader"]
+__all__ = [
+    "BUILTIN_GRADERS",
+    "CompositeGrader",
+    "ConstraintGrader",
+    "Grader",
+    "QualityGrader",
+    "TestGrader",
+]

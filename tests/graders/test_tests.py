@@ -1,0 +1,345 @@
+"""TestGrader on real repositories with real pytest runs writing real JUnit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from repogym.graders import CompositeGrader, ConstraintGrader, Grader, TestGrader
+from repogym.junit import Outcome
+from repogym.models import GradeComponent, Role
+from repogym.runner import Runner
+from repogym.task import parse_task
+from repogym.testids import TestResult
+from repogym.workspace import Workspace
+from tests.conftest import Repo
+
+PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+FIXED = CALC.replace("return a - b\n\n", "return a + b\n\n", 1)
+TESTS = """\
+import pytest
+
+from calc import add, sub
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_sub():
+    assert sub(5, 3) == 2
+
+
+@pytest.mark.parametrize("a, b", [(1, 1), (2, 0)], ids=["one one", "two.zero"])
+def test_sub_param(a, b):
+    assert sub(a, b) == a - b
+"""
+
+
+def task_text(
+    f2p: str = "[tests/test_calc.py::test_add]",
+    p2p: str = "[tests/test_calc.py::test_sub, 'tests/test_calc.py::test_sub_param[one one]']",
+    extra: str = "",
+    command: str = PYTEST,
+) -> str:
+    return (
+        f"version: 1\ntype: bugfix\ntests:\n  command: {command}\n"
+        f"  fail_to_pass: {f2p}\n  pass_to_pass: {p2p}\n{extra}"
+    )
+
+
+@pytest.fixture
+def project(repo: Repo) -> Repo:
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task_text(),
+            "pytest.ini": "[pytest]\npythonpath = src\n",
+            "src/calc.py": CALC,
+            "tests/test_calc.py": TESTS,
+            ".gitignore": "__pycache__/\n",
+        },
+    )
+    repo.branch("pr")
+    return repo
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    files = {}
+    for path in root.rglob("*"):
+        relative = path.relative_to(root).as_posix()
+        if ".git/" in relative + "/" or "__pycache__" in relative or path.is_dir():
+            continue
+        files[relative] = path.read_bytes()
+    return files
+
+
+def grade(repo: Repo, **kwargs: object) -> GradeComponent:
+    workspace = Workspace.open(repo.root, base="main")
+    before = snapshot(repo.root)
+    component = TestGrader(**kwargs).grade(workspace)  # type: ignore[arg-type]
+    assert snapshot(repo.root) == before, "grading changed the submission tree"
+    return component
+
+
+def test_a_fix_passes(project: Repo) -> None:
+    project.commit("fix", {"src/calc.py": FIXED})
+    component = grade(project)
+    assert component.details["fail_to_pass"] == {"tests/test_calc.py::test_add": "passed"}
+    assert component.details["pass_to_pass"] == {
+        "tests/test_calc.py::test_sub": "passed",
+        "tests/test_calc.py::test_sub_param[one one]": "passed",
+    }
+    assert (component.score, component.passed, component.role) == (1.0, True, Role.OBJECTIVE)
+    assert component.details["command"]["exit_code"] == 0
+
+
+def test_the_empty_submission_scores_zero(project: Repo) -> None:
+    component = grade(project)
+    assert component.details["fail_to_pass"] == {"tests/test_calc.py::test_add": "failed"}
+    assert (component.score, component.passed) == (0.0, False)
+    assert "fail_to_pass failed: tests/test_calc.py::test_add: assert -1 == 5" in component.messages
+
+
+def test_editing_the_test_does_not_help_and_is_put_back(project: Repo) -> None:
+    tampered = TESTS.replace("== 5", "== -1")
+    project.write({"tests/test_calc.py": tampered})
+    component = grade(project)
+    assert component.details["fail_to_pass"]["tests/test_calc.py::test_add"] == "failed"
+    assert component.details["restored"] == ["tests/test_calc.py"]
+    assert (project.root / "tests/test_calc.py").read_text() == tampered
+
+
+CHEAT_CONFTEST = """\
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+"""
+
+
+@pytest.mark.parametrize("where", ["conftest.py", "tests/conftest.py"])
+def test_a_new_conftest_cannot_rewrite_outcomes(project: Repo, where: str) -> None:
+    project.write({where: CHEAT_CONFTEST})
+    component = grade(project)
+    assert component.details["fail_to_pass"]["tests/test_calc.py::test_add"] == "failed"
+    assert component.details["restored"] == [where]
+    assert (project.root / where).read_text() == CHEAT_CONFTEST
+
+
+def test_an_edited_conftest_is_restored(repo: Repo) -> None:
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task_text(),
+            "conftest.py": "import sys\nsys.path.insert(0, __file__.rsplit('/', 1)[0] + '/src')\n",
+            "src/calc.py": CALC,
+            "tests/test_calc.py": TESTS,
+        },
+    )
+    repo.write({"conftest.py": (repo.root / "conftest.py").read_text() + CHEAT_CONFTEST})
+    component = grade(repo)
+    assert component.details["fail_to_pass"]["tests/test_calc.py::test_add"] == "failed"
+
+
+HIDDEN = "from calc import add\n\n\ndef test_secret():\n    assert add(10, 5) == 15\n"
+
+
+def test_hidden_tests_are_injected_then_removed(repo: Repo) -> None:
+    f2p = "[tests/test_calc.py::test_add, tests/test_hidden.py::test_secret]"
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task_text(f2p=f2p, extra="  hidden: .repogym/hidden\n"),
+            "pytest.ini": "[pytest]\npythonpath = src\n",
+            "src/calc.py": CALC,
+            "tests/test_calc.py": TESTS,
+            ".repogym/hidden/tests/test_hidden.py": HIDDEN,
+        },
+    )
+    unfixed = grade(repo)
+    assert unfixed.details["hidden"] == ["tests/test_hidden.py::test_secret"]
+    assert unfixed.details["fail_to_pass"]["tests/test_hidden.py::test_secret"] == "failed"
+    assert "fail_to_pass: 1 hidden test not passing" in unfixed.messages
+    assert not any("test_secret" in m for m in unfixed.messages)
+    assert not (repo.root / "tests/test_hidden.py").exists()
+    repo.write({"src/calc.py": FIXED})
+    assert grade(repo).score == 1.0
+
+
+def test_hidden_tests_from_the_caller(project: Repo, tmp_path: Path) -> None:
+    (tmp_path / "hidden/tests").mkdir(parents=True)
+    (tmp_path / "hidden/tests/test_hidden.py").write_text(HIDDEN)
+    project.write({"src/calc.py": FIXED})
+    component = grade(project, hidden=tmp_path / "hidden")
+    assert component.details["reports_tests"] == 5  # 4 of the repository + 1 hidden
+
+
+def test_a_timeout_scores_zero(project: Repo) -> None:
+    project.commit("fix", {"src/calc.py": FIXED})
+    workspace = Workspace.open(project.root, base="main")
+    config = workspace.task.tests
+    assert config is not None
+    slow = parse_task(
+        task_text(command="sleep 30 && " + PYTEST, extra="").replace(
+            "  pass_to_pass", "  timeout: 1\n  pass_to_pass"
+        )
+    )
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=slow))
+    assert component.score == 0.0
+    assert component.messages[0] == "score 0: the test command timed out after 1 s"
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("true {junit}", "does not exist"),
+        ("touch {junit}", "empty"),
+        ("echo '<testsuite><testcase' > {junit}", "not well-formed"),
+    ],
+)
+def test_no_usable_report_scores_zero(project: Repo, command: str, problem: str) -> None:
+    project.write({"src/calc.py": FIXED})
+    task = parse_task(task_text(command=command))
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=task))
+    assert component.score == 0.0 and not component.passed
+    assert component.messages[0].startswith("score 0: ")
+    assert problem in component.messages[0].lower()
+
+
+def test_exit_code_contradicting_the_report_is_a_warning(project: Repo) -> None:
+    project.write({"src/calc.py": FIXED})
+    task = parse_task(task_text(command=PYTEST + "; exit 3"))
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=task))
+    assert component.score == 1.0
+    assert (
+        "warning: the test command exited with code 3 although every test in the report passed"
+        in component.messages
+    )
+
+
+def test_the_grader_environment_does_not_leak(
+    project: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
+    monkeypatch.setenv("ALLOWED_ONE", "yes")
+    leak_test = (
+        "import os\n\ndef test_add():\n"
+        "    assert 'GITHUB_TOKEN' not in os.environ\n"
+        "    assert os.environ['ALLOWED_ONE'] == 'yes' and os.environ['FIXED'] == 'v'\n"
+    )
+    project.commit("base2", {"tests/test_env.py": leak_test})
+    project.git("branch", "-f", "main", "HEAD")
+    task = parse_task(
+        task_text(f2p="[tests/test_env.py::test_add]", p2p="[]")
+        + "env: {FIXED: v}\npass_env: [ALLOWED_ONE]\n"
+    )
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=task))
+    assert component.details["fail_to_pass"] == {"tests/test_env.py::test_add": "passed"}
+
+
+# -- the scoring table, to the letter (spec: "TestGrader") -------------------------------
+
+
+def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> GradeComponent:
+    from repogym.graders.tests import _score
+
+    kind = "bugfix" if f2p else "refactor"  # a refactor's objective is the quality limit
+    lines = ["version: 1", f"type: {kind}", "tests:", "  command: x {junit}"]
+    lines.append(f"  fail_to_pass: {list(f2p)}")
+    lines.append(f"  pass_to_pass: {list(p2p)}")
+    lines += [f"  {key}: {str(value).lower()}" for key, value in options.items()]
+    lines += [] if f2p else ["constraints: {max_function_length: 9}"]
+    task = parse_task("\n".join(lines) + "\n")
+    workspace = Workspace(Path("/nonexistent"), "0" * 40, task, base_ref="main")
+    results = {
+        i: TestResult(outcome=o, flaky=False, message="", attempts=1)
+        for i, o in {**f2p, **p2p}.items()
+        if o is not Outcome.MISSING
+    }
+    assert task.tests is not None
+    return _score(
+        workspace, task.tests, run=None, results=results, problem=None, hidden=set(), restored=[]
+    )
+
+
+P, F, E, S, M = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.MISSING)
+
+
+def test_k_of_n_with_partial_credit() -> None:
+    c = table({"a.py::1": P, "a.py::2": F, "a.py::3": P, "a.py::4": S}, {})
+    assert (c.score, c.passed) == (0.5, False)
+
+
+def test_no_partial_credit_and_any_failing() -> None:
+    assert table({"a.py::1": P, "a.py::2": E}, {}, partial_credit=False).score == 0.0
+    assert table({"a.py::1": P, "a.py::2": P}, {}, partial_credit=False).score == 1.0
+
+
+def test_fail_to_pass_needs_a_real_pass() -> None:
+    for outcome in (S, E, M, F):
+        assert table({"a.py::1": outcome}, {}).score == 0.0
+
+
+def test_broken_pass_to_pass_scales_the_score() -> None:
+    c = table({"a.py::1": P}, {"b.py::1": P, "b.py::2": F, "b.py::3": M, "b.py::4": S})
+    assert c.score == pytest.approx(0.5)  # 2 of 4 broken; skipped is not broken
+    assert c.passed is False
+
+
+def test_broken_pass_to_pass_with_require_all() -> None:
+    c = table({"a.py::1": P}, {"b.py::1": P, "b.py::2": E}, require_all_pass_to_pass=True)
+    assert (c.score, c.passed) == (0.0, False)
+
+
+def test_regression_only_is_a_gate() -> None:
+    lines = "version: 1\ntype: refactor\ntests:\n  command: x {junit}\n  pass_to_pass: [b.py::1]\n"
+    task = parse_task(lines + "constraints: {max_function_length: 9}\n")
+    assert task.tests_role is Role.GATE
+    assert table({}, {"b.py::1": P, "b.py::2": S}).score == 1.0
+    assert table({}, {"b.py::1": P, "b.py::2": F}).score == 0.5
+
+
+# -- the spec's example, verbatim ("Writing a grader") ------------------------------------
+
+
+class NoTodoGrader(Grader):
+    name = "no_todo"
+
+    def grade(self, workspace):  # type: ignore[no-untyped-def]
+        bad = [f for f in workspace.changed_files() if "TODO" in workspace.read(f)]
+        return GradeComponent(
+            name=self.name,
+            score=float(not bad),
+            passed=not bad,
+            messages=[f"TODO in {f}" for f in bad],
+        )
+
+
+def test_the_spec_example_on_a_real_repository(project: Repo) -> None:
+    project.commit("fix", {"src/calc.py": FIXED + "# TODO: tidy\n"})
+    workspace = Workspace.open(project.root, base="main")
+    grader = CompositeGrader(
+        [ConstraintGrader(), TestGrader(), NoTodoGrader()],
+        weights={"tests": 0.8, "no_todo": 0.2},
+    )  # set role="gate" to block instead
+    result = grader.grade_result(workspace)
+    assert result.component("tests").details["fail_to_pass"] == {
+        "tests/test_calc.py::test_add": "passed"
+    }
+    assert result.summary() == ("FAIL 0.800 (constraints=1.00✓(gate), tests=1.00✓, no_todo=0.00✗)")
+    assert result.files_changed == ("src/calc.py",)
+
+
+def test_runner_is_used_for_commands(project: Repo) -> None:
+    project.write({"src/calc.py": FIXED})
+    runner = Runner(set_env={"PYTHONDONTWRITEBYTECODE": "1"})
+    assert grade(project, runner=runner).score == 1.0
+    assert not os.environ.get("REPOGYM_RUN")

@@ -1,0 +1,89 @@
+"""The runner of untrusted commands: real processes, real signals, real /proc."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from repogym.runner import Runner
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_exit_code_output_and_duration(tmp_path: Path) -> None:
+    result = Runner().run("echo out; echo err >&2; exit 7", tmp_path, timeout=10)
+    assert (result.exit_code, result.timed_out, result.ok) == (7, False, False)
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+    assert 0 < result.duration < 10
+    assert result.describe().startswith("exit code 7 after ")
+
+
+def test_runs_in_the_given_directory(tmp_path: Path) -> None:
+    assert Runner().run("pwd", tmp_path, timeout=10).stdout.strip() == str(tmp_path)
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    result = Runner().run(
+        f"sleep 300 & echo $! >> {pids}; (sleep 300 & echo $! >> {pids}; wait) & sleep 300",
+        tmp_path,
+        timeout=1,
+    )
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 30
+    assert result.describe() == "timed out after 1 s"
+    assert all(not alive(int(pid)) for pid in pids.read_text().split())
+
+
+def test_background_processes_and_daemons_do_not_outlive_the_command(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    # A plain background job, a daemon that left the process group with setsid, and one
+    # that also cleared its environment (so only re-parenting can find it).
+    command = (
+        f"sleep 300 & echo $! >> {pids}; "
+        f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' & "
+        f"setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 300' & "
+        "sleep 0.5; exit 0"
+    )
+    result = Runner().run(command, tmp_path, timeout=30)
+    assert result.exit_code == 0
+    found = [int(pid) for pid in pids.read_text().split()]
+    assert len(found) == 3
+    assert [pid for pid in found if alive(pid)] == []
+
+
+def test_environment_is_an_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
+    monkeypatch.setenv("INPUT_TOKEN", "secret")
+    monkeypatch.setenv("DECLARED", "ok")
+    runner = Runner(pass_env=["DECLARED"], set_env={"FIXED": "1"})
+    out = runner.run("env", tmp_path, timeout=10).stdout
+    names = {line.split("=", 1)[0] for line in out.splitlines()}
+    assert "GITHUB_TOKEN" not in names and "INPUT_TOKEN" not in names
+    assert "DECLARED=ok" in out.splitlines() and "FIXED=1" in out.splitlines()
+    assert "PATH" in names
+
+
+def test_output_is_capped_keeping_the_tail(tmp_path: Path) -> None:
+    result = Runner(output_cap=1000).run("seq 1 100000; echo last", tmp_path, timeout=30)
+    assert len(result.stdout.encode()) == 1000
+    assert result.stdout.endswith("100000\nlast\n")
+    assert result.stdout_cut == len("".join(f"{i}\n" for i in range(1, 100001))) + 5 - 1000
+
+
+def test_no_stdin(tmp_path: Path) -> None:
+    assert Runner().run("cat", tmp_path, timeout=10).exit_code == 0
+
+
+def test_other_users_are_not_supported_yet(tmp_path: Path) -> None:
+    with pytest.raises(NotImplementedError):
+        Runner(user="nobody").run("true", tmp_path, timeout=10)
