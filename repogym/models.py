@@ -49,6 +49,18 @@ class GradeComponent:
         if not math.isfinite(self.weight) or self.weight < 0:
             raise ValueError(f"component {self.name!r}: weight {self.weight!r} must be >= 0")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of the component (docs/report.md)."""
+        return {
+            "name": self.name,
+            "role": self.role.value,
+            "score": self.score,
+            "passed": self.passed,
+            "weight": self.weight,
+            "details": dict(self.details),
+            "messages": list(self.messages),
+        }
+
     def mark(self) -> str:
         """``tests=1.00✓``, with ``(gate)`` after gates: one entry of the summary line."""
         text = f"{self.name}={self.score:.2f}{'✓' if self.passed else '✗'}"
@@ -78,3 +90,17 @@ class GradeResult:
         verdict = "PASS" if self.passed else "FAIL"
         marks = ", ".join(c.mark() for c in self.components)
         return f"{verdict} {self.score:.3f} ({marks})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: score, verdict, summary, components and changed files.
+
+        The report of ``repogym grade --json`` adds the commits, the task and the tool
+        (docs/report.md).
+        """
+        return {
+            "score": self.score,
+            "passed": self.passed,
+            "summary": self.summary(),
+            "components": [c.to_dict() for c in self.components],
+            "files_changed": list(self.files_changed),
+        }

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym import __version__
-from repogym.models import GradeComponent, GradeResult
+from repogym.models import GradeResult
 from repogym.workspace import Workspace
 
 REPORT_VERSION = 1
@@ -25,11 +25,7 @@ def report_dict(result: GradeResult, workspace: Workspace) -> dict[str, Any]:
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "repogym", "version": __version__},
-        "score": result.score,
-        "passed": result.passed,
-        "summary": result.summary(),
-        "components": [_component(c) for c in result.components],
-        "files_changed": list(result.files_changed),
+        **result.to_dict(),
         "base": {"ref": workspace.base_ref, "sha": workspace.base},
         "head": {"sha": workspace.head},
         "task": {
@@ -38,18 +34,6 @@ def report_dict(result: GradeResult, workspace: Workspace) -> dict[str, Any]:
             "type": task.type,
             "config": task.model_dump(mode="json"),
         },
-    }
-
-
-def _component(component: GradeComponent) -> dict[str, Any]:
-    return {
-        "name": component.name,
-        "role": component.role.value,
-        "score": component.score,
-        "passed": component.passed,
-        "weight": component.weight,
-        "details": component.details,
-        "messages": list(component.messages),
     }
 
 

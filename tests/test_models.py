@@ -58,3 +58,41 @@ def test_component_lookup_names_the_alternatives() -> None:
     assert result.component("tests").score == 1.0
     with pytest.raises(KeyError, match="components: tests"):
         result.component("perf")
+
+
+def test_json_form() -> None:
+    result = GradeResult(
+        score=0.5,
+        passed=False,
+        components=(
+            GradeComponent(name="constraints", score=1, passed=True, role=Role.GATE, weight=0),
+            GradeComponent(name="tests", score=0.5, passed=False, details={"k": 1}, messages=["m"]),
+        ),
+        files_changed=("a.py",),
+    )
+    assert result.to_dict() == {
+        "score": 0.5,
+        "passed": False,
+        "summary": "FAIL 0.500 (constraints=1.00✓(gate), tests=0.50✗)",
+        "components": [
+            {
+                "name": "constraints",
+                "role": "gate",
+                "score": 1.0,
+                "passed": True,
+                "weight": 0,
+                "details": {},
+                "messages": [],
+            },
+            {
+                "name": "tests",
+                "role": "objective",
+                "score": 0.5,
+                "passed": False,
+                "weight": 1.0,
+                "details": {"k": 1},
+                "messages": ["m"],
+            },
+        ],
+        "files_changed": ["a.py"],
+    }
