@@ -50,6 +50,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="the work tree (default: the current directory)",
     )
 
+    validate = commands.add_parser(
+        "validate", help="check that a task is sound: static checks, empty submission, solution"
+    )
+    validate.add_argument(
+        "--base", metavar="REF", help="the task's base commit (default: as for grade)"
+    )
+    validate.add_argument(
+        "--task", metavar="FILE", type=Path, help="task file instead of .repogym.yml at REF"
+    )
+    validate.add_argument(
+        "--solution",
+        metavar="REF_OR_PATCH",
+        help="a reference solution: a branch, tag or commit, or a patch file to apply to REF",
+    )
+    validate.add_argument(
+        "--repeat", metavar="N", type=int, default=1, help="grade the solution N times (flakiness)"
+    )
+    validate.add_argument(
+        "-C", dest="directory", metavar="DIR", type=Path, default=Path(), help="the repository"
+    )
+
     metrics = commands.add_parser("metrics", help="length and complexity of every Python function")
     metrics.add_argument(
         "paths", nargs="+", metavar="PATH", type=Path, help="Python files or directories"
@@ -70,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _grade(args)
         if args.command == "metrics":
             return _metrics(args)
+        if args.command == "validate":
+            return _validate(args)
         from repogym.demo import run_demo
 
         return run_demo(keep=args.keep)
@@ -122,6 +145,27 @@ def _grade(args: argparse.Namespace) -> int:
         write_atomic(args.markdown, markdown(result))
         print(f"Markdown summary: {args.markdown}")
     return EXIT_PASSED if result.passed else EXIT_FAILED
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from repogym.task import load_task
+    from repogym.validate import validate
+    from repogym.workspace import task_at
+
+    if args.repeat < 1:
+        raise UsageError(f"repogym validate: --repeat must be at least 1, not {args.repeat}")
+    if args.solution is None and args.repeat > 1:
+        raise UsageError("repogym validate: --repeat needs --solution")
+    repo = _git.toplevel(args.directory.resolve())
+    ref = args.base or default_base(repo)
+    sha = _git.resolve_commit(repo, ref)
+    task = load_task(args.task) if args.task else task_at(repo, sha, ref)
+    result = validate(repo, base=sha, task=task, solution=args.solution, repeat=args.repeat)
+    for ok, text in result.findings:
+        print(f"{'ok' if ok else 'PROBLEM':<8} {text}")
+    problems = sum(not ok for ok, _ in result.findings)
+    print("VALID" if result.valid else f"INVALID: {problems} problem{'s' * (problems != 1)}")
+    return EXIT_PASSED if result.valid else EXIT_FAILED
 
 
 def _metrics(args: argparse.Namespace) -> int:

@@ -1,0 +1,214 @@
+"""``repogym validate``: is a task sound enough to publish?
+
+Static checks first; then the spec's promise that the empty submission (the baseline
+graded against itself) scores exactly 0; then, given a reference solution, that it passes,
+as many times as asked, reporting flaky tests and the spread of speed-ups.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from repogym import git as _git
+from repogym.errors import RepogymError, WorkspaceError
+from repogym.globs import compile_globs, matching
+from repogym.graders import CompositeGrader
+from repogym.models import GradeResult, Role
+from repogym.task import Task
+from repogym.workspace import Workspace
+
+# An id's first part names a file when it ends like a test file does; Go packages,
+# Java classes and describe blocks do not, and are not checked for existence.
+_SOURCE_SUFFIXES = frozenset(
+    {".py", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".rb", ".go",
+     ".java", ".kt", ".rs", ".php", ".cs", ".swift", ".ex", ".exs"}
+)  # fmt: skip
+
+
+@dataclass
+class Validation:
+    """Every finding, in the order checked; valid when none is a problem."""
+
+    findings: list[tuple[bool, str]] = field(default_factory=list)
+
+    def ok(self, text: str) -> None:
+        self.findings.append((True, text))
+
+    def problem(self, text: str) -> None:
+        self.findings.append((False, text))
+
+    @property
+    def valid(self) -> bool:
+        return all(ok for ok, _ in self.findings)
+
+
+def validate(
+    repo: Path, *, base: str, task: Task, solution: str | None = None, repeat: int = 1
+) -> Validation:
+    """Check ``task`` against the commit ``base`` of ``repo`` (and a reference solution)."""
+    result = Validation()
+    sha = _git.resolve_commit(repo, base)
+    _static_checks(result, repo, sha, task)
+    if not result.valid:
+        return result  # grading a task that fails its static checks proves nothing
+    with tempfile.TemporaryDirectory(prefix="repogym-validate-") as scratch:
+        empty = clone_at(repo, sha, Path(scratch) / "empty")
+        _check_empty(result, Workspace.open(empty, base=sha, task=task))
+        if solution is not None:
+            tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution")
+            _check_solution(result, Workspace.open(tree, base=sha, task=task), repeat)
+    return result
+
+
+def clone_at(repo: Path, commit: str, dest: Path) -> Path:
+    """A private work tree of ``commit`` at ``dest`` that shares ``repo``'s objects."""
+    _git.git(["clone", "--quiet", "--shared", "--no-checkout", str(repo), str(dest)], repo)
+    _git.git(["checkout", "--quiet", "--detach", commit], dest)
+    return dest
+
+
+def _static_checks(result: Validation, repo: Path, sha: str, task: Task) -> None:
+    roles = task.builtin_roles()
+    objectives = [name for name, role in roles.items() if role is Role.OBJECTIVE]
+    objectives += [g.grader for g in task.grading.graders if g.role is Role.OBJECTIVE]
+    result.ok(f"objectives: {', '.join(objectives)}")
+    holder = Path(tempfile.mkdtemp(prefix="repogym-validate-base-"))
+    try:
+        baseline = clone_at(repo, sha, holder / "tree")
+        try:
+            CompositeGrader.from_task(task, baseline=baseline)
+            result.ok("grading.weights and grading.graders name graders that load")
+        except RepogymError as error:
+            for line in error.lines:
+                result.problem(line)
+        _check_test_files(result, baseline, task)
+        _check_settings(result, baseline, task)
+    finally:
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def _check_test_files(result: Validation, baseline: Path, task: Task) -> None:
+    if task.tests is None:
+        return
+    hidden: set[str] = set()
+    if task.tests.hidden:
+        root = baseline / task.tests.hidden
+        if not root.is_dir():
+            result.problem(f"tests.hidden: {task.tests.hidden} is not a directory at the base")
+        else:
+            hidden = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    missing = []
+    for path in task.tests.test_files():
+        if PurePosixPath(path).suffix not in _SOURCE_SUFFIXES:
+            continue  # a Go package, a Java class, a describe block: not a file
+        if not (baseline / path).is_file() and path not in hidden:
+            missing.append(path)
+    for path in missing:
+        result.problem(
+            f"tests: {path} is named by a test id but exists neither at the base nor among "
+            "the hidden tests; fix the id or commit the file"
+        )
+    if not missing:
+        count = len(task.tests.test_files())
+        result.ok(f"tests: {count} test file{'s' * (count != 1)} named by ids, all present")
+
+
+def _check_settings(result: Validation, baseline: Path, task: Task) -> None:
+    c = task.constraints
+    if task.type == "refactor" and not c.has_quality_limits():
+        result.problem(
+            "type: refactor without max_function_length or max_cyclomatic_complexity: a "
+            "refactor's objective is the quality limits; declare one"
+        )
+    if task.type == "perf" and task.perf is None:
+        result.problem("type: perf without a `perf` section: declare the benchmark to time")
+    if c.has_quality_limits():
+        files = [p.relative_to(baseline).as_posix() for p in baseline.rglob("*.py")]
+        files = [f for f in files if not f.startswith(".git/")]
+        if c.paths is not None:
+            files = matching(compile_globs(c.paths), files)
+        if files:
+            result.ok(f"quality: {len(files)} Python files at the base fall under the limits")
+        else:
+            where = f"constraints.paths ({', '.join(c.paths)})" if c.paths else "the base"
+            result.problem(f"quality: no Python file at {where}: the limits measure nothing")
+
+
+def _check_empty(result: Validation, workspace: Workspace) -> None:
+    graded = CompositeGrader.for_workspace(workspace).grade_result(workspace)
+    if graded.score == 0:
+        result.ok(f"the empty submission scores 0 ({graded.summary()})")
+        return
+    credit = [
+        f"{c.name} gave {c.score:.2f}"
+        for c in graded.components
+        if c.role is Role.OBJECTIVE and c.score > 0
+    ]
+    result.problem(
+        f"the empty submission scores {graded.score:.3f}, not 0: {', '.join(credit)}; "
+        "a target test must fail (or the limits be violated) at the base"
+    )
+
+
+def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
+    tree = clone_at(repo, sha, dest)
+    patch = Path(solution)
+    if patch.is_file():
+        try:
+            _git.git(["apply", "--whitespace=nowarn", str(patch.resolve())], tree)
+        except WorkspaceError as error:
+            raise WorkspaceError(
+                f"--solution {solution}: the patch does not apply at the base ({error})"
+            ) from None
+        return tree
+    target = _git.resolve_commit(repo, solution)
+    _git.git(["checkout", "--quiet", "--detach", target], tree)
+    return tree
+
+
+def _check_solution(result: Validation, workspace: Workspace, repeat: int) -> None:
+    grader = CompositeGrader.for_workspace(workspace)
+    threshold = workspace.task.grading.pass_threshold
+    outcomes: dict[str, set[str]] = defaultdict(set)
+    speedups: list[float] = []
+    for attempt in range(1, repeat + 1):
+        graded = grader.grade_result(workspace)
+        _record(graded, outcomes, speedups)
+        label = (
+            f"the reference solution (run {attempt} of {repeat})"
+            if repeat > 1
+            else "the reference solution"
+        )
+        if graded.passed and graded.score >= threshold:
+            result.ok(f"{label} passes: {graded.summary()}")
+        else:
+            failing = [c.name for c in graded.components if not c.passed]
+            reasons = "; ".join(
+                m for c in graded.components if not c.passed for m in c.messages[:3]
+            )
+            result.problem(
+                f"{label} does not pass: {graded.summary()}; "
+                f"failing: {', '.join(failing) or 'the pass threshold'}; {reasons}"
+            )
+    flaky = sorted(test_id for test_id, seen in outcomes.items() if len(seen) > 1)
+    for test_id in flaky:
+        result.problem(f"flaky: {test_id} had outcomes {', '.join(sorted(outcomes[test_id]))}")
+    if repeat > 1 and not flaky:
+        result.ok(f"no test outcome changed over {repeat} runs")
+    if speedups:
+        low, high = min(speedups), max(speedups)
+        result.ok(f"speed-up over {len(speedups)} runs: min {low:.2f}x, max {high:.2f}x")
+
+
+def _record(graded: GradeResult, outcomes: dict[str, set[str]], speedups: list[float]) -> None:
+    for component in graded.components:
+        if component.name == "tests":
+            for kind in ("fail_to_pass", "pass_to_pass"):
+                for test_id, outcome in component.details.get(kind, {}).items():
+                    outcomes[test_id].add(outcome)
+        if component.name == "perf" and "speedup" in component.details:
+            speedups.append(float(component.details["speedup"]))

@@ -1,0 +1,178 @@
+"""``repogym validate`` on the bundled examples and on broken tasks, through the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repogym.demo import build_example_repo, example_names
+from tests.conftest import Repo
+
+PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+
+
+def validate(repo: Path | Repo, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "repogym",
+            "validate",
+            "-C",
+            str(repo.root if isinstance(repo, Repo) else repo),
+            "--base",
+            "main",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_example_is_valid_with_its_solution(name: str, tmp_path: Path) -> None:
+    repo = build_example_repo(name, tmp_path / name)
+    done = validate(repo, "--solution", "submission")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "VALID"
+    assert any(line.startswith("ok       the empty submission scores 0") for line in lines)
+    assert any(line.startswith("ok       the reference solution passes: PASS") for line in lines)
+
+
+def test_the_examples_cover_every_task_type() -> None:
+    import yaml
+
+    from repogym.demo import EXAMPLES
+
+    types = {
+        yaml.safe_load((EXAMPLES / n / "repo/.repogym.yml").read_text())["type"]
+        for n in example_names()
+    }
+    assert types >= {"bugfix", "feature", "refactor"}
+
+
+def bugfix(repo: Repo, *, test_body: str = "assert add(2, 3) == 5", extra: str = "") -> None:
+    task = (
+        f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n"
+        f"  fail_to_pass: [tests/test_add.py::test_add]\n{extra}"
+    )
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task,
+            "pytest.ini": "[pytest]\npythonpath = src\n",
+            "src/calc.py": "def add(a, b):\n    return a - b\n",
+            "tests/test_add.py": f"from calc import add\n\n\ndef test_add():\n    {test_body}\n",
+        },
+    )
+
+
+def test_credit_for_the_empty_submission_is_invalid(repo: Repo) -> None:
+    bugfix(repo, test_body="assert add(2, 2) == 0")
+    done = validate(repo)
+    assert done.returncode == 1
+    assert (
+        "PROBLEM  the empty submission scores 1.000, not 0: tests gave 1.00; a target test "
+        "must fail (or the limits be violated) at the base"
+    ) in done.stdout
+    assert done.stdout.splitlines()[-1] == "INVALID: 1 problem"
+
+
+def test_a_missing_test_file_is_reported(repo: Repo) -> None:
+    bugfix(repo)
+    repo.commit(
+        "task",
+        {
+            ".repogym.yml": (repo.root / ".repogym.yml")
+            .read_text()
+            .replace("tests/test_add.py::test_add", "tests/test_sum.py::test_add")
+        },
+    )
+    done = validate(repo)
+    assert done.returncode == 1
+    assert "PROBLEM  tests: tests/test_sum.py is named by a test id but exists neither" in (
+        done.stdout
+    )
+
+
+def test_a_failing_solution_is_invalid(repo: Repo, tmp_path: Path) -> None:
+    bugfix(repo)
+    patch = tmp_path / "wrong.patch"
+    patch.write_text(
+        "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a * b\n"
+    )
+    done = validate(repo, "--solution", str(patch))
+    assert done.returncode == 1
+    assert "PROBLEM  the reference solution does not pass: FAIL 0.000" in done.stdout
+    assert "failing: tests" in done.stdout
+
+
+def test_a_patch_solution(repo: Repo, tmp_path: Path) -> None:
+    bugfix(repo)
+    patch = tmp_path / "fix.patch"
+    patch.write_text(
+        "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n"
+    )
+    done = validate(repo, "--solution", str(patch))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_flaky_tests_are_named_with_repeat(repo: Repo, tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    flaky = (
+        "import pathlib\n\n\ndef test_flaky():\n"
+        f"    p = pathlib.Path({str(counter)!r})\n"
+        "    n = int(p.read_text()) if p.exists() else 0\n"
+        "    p.write_text(str(n + 1))\n"
+        "    assert n % 2 == 0\n"
+    )
+    bugfix(repo, extra="  pass_to_pass: [tests/test_flaky.py::test_flaky]\n")
+    repo.commit("flaky", {"tests/test_flaky.py": flaky})
+    repo.branch("fix")
+    repo.commit("fix", {"src/calc.py": "def add(a, b):\n    return a + b\n"})
+    counter.write_text("1")  # the empty submission's run sees 1 (fails), then 2, 3, 4
+    done = validate(repo, "--solution", "fix", "--repeat", "3")
+    assert done.returncode == 1
+    assert "PROBLEM  flaky: tests/test_flaky.py::test_flaky had outcomes failed, passed" in (
+        done.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--repeat", "0", "--solution", "main"], "--repeat must be at least 1"),
+        (["--repeat", "2"], "--repeat needs --solution"),
+        (["--solution", "no-such-branch"], "`no-such-branch` does not name a commit"),
+    ],
+)
+def test_usage_errors(repo: Repo, args: list[str], message: str) -> None:
+    bugfix(repo)
+    done = validate(repo, *args)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_refactor_without_limits_and_unloadable_grader(repo: Repo) -> None:
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": (
+                f"version: 1\ntype: refactor\ntests:\n  command: {PYTEST}\n"
+                "  pass_to_pass: [tests/test_a.py::test_a]\n"
+                "grading:\n  graders: ['nowhere_module_xyz:Grader']\n"
+            ),
+            "tests/test_a.py": "def test_a():\n    pass\n",
+        },
+    )
+    done = validate(repo)
+    assert done.returncode == 1
+    assert "cannot import 'nowhere_module_xyz'" in done.stdout
+    assert "PROBLEM  type: refactor without max_function_length" in done.stdout
