@@ -67,29 +67,27 @@ _CHILDREN: dict[type, tuple[str, ...]] = {
     c: tuple(f for f in c._fields if f not in _NOT_NODES) for c in _NODE_CLASSES
 }
 _CHILDREN.update({ast.Constant: (), ast.MatchSingleton: (), type(None): ()})
-# How many of the keywords below a statement's own syntax holds: ``if``/``elif``, ``for``.
-_OWN_KEYWORDS = {ast.If: 1, ast.For: 1, ast.AsyncFor: 1}
 # Per statement class (handlers and cases included): what it adds to complexity, the
-# fields that hold statements, the other (header) fields, and how many keywords its
-# header holds by itself (``None``: the header has no position to look at). Functions
-# and classes have ``None`` for blocks: they are measured apart.
-_STATEMENT_RULES: dict[type, tuple[int, tuple[str, ...] | None, tuple[str, ...], int | None]] = {
+# fields that hold statements, and the other fields (the header: a test, a target, a
+# signature...). Functions and classes have ``None`` for blocks: they are measured apart.
+_STATEMENT_RULES: dict[type, tuple[int, tuple[str, ...] | None, tuple[str, ...]]] = {
     c: (
         1 if c in _DECISIONS else 0,
         None if c in _SCOPES else tuple(f for f in _CHILDREN[c] if f in _BLOCKS),
         tuple(f for f in _CHILDREN[c] if f not in _BLOCKS),
-        _OWN_KEYWORDS.get(c, 0) if "body" in c._fields and "lineno" in c._attributes else None,
     )
     for c in _NODE_CLASSES
     if issubclass(c, ast.stmt | ast.excepthandler | ast.match_case)
 }
 
-# A BoolOp, an IfExp or a comprehension cannot be written without one of these keywords.
-# The keyword must end before a character that cannot continue a name (the tokenizer
-# reads any non-ASCII character as part of a name), but may follow anything: ``1if x
-# else 2`` and ``0xfor`` are valid Python. A match in a string or comment only costs time.
-_KEYWORD = re.compile(r"(?:and|or|if|for)\b")
-_search, _findall = _KEYWORD.search, _KEYWORD.findall
+# A BoolOp, an IfExp or a comprehension cannot be written without ``and``, ``or``,
+# ``if`` or ``for`` (which ends in ``or``). A keyword must end before a character that
+# cannot continue a name (the tokenizer takes any non-ASCII character as part of a
+# name), but may follow anything: ``1if x else 2`` and ``0xfor`` are valid Python. So
+# text without a match holds nothing that counts; a match in a string or a comment
+# only costs time. Plain ``in`` tests come first: they are several times faster.
+_KEYWORD = re.compile(r"(?:and|or|if)\b")
+_search = _KEYWORD.search
 
 
 def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
@@ -112,27 +110,25 @@ def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
     scopes: list[tuple[_Scope, str]] = [(tree, "")]  # a scope and its qualname
     while scopes:
         scope, qualname = scopes.pop()
-        measured = not isinstance(scope, ast.Module | ast.ClassDef)
+        kind = type(scope)
+        measured = kind is not ast.Module and kind is not ast.ClassDef
         complexity, nested, declared_global = _walk_scope(scope, lines, measured)
-        if isinstance(scope, ast.ClassDef):
-            prefix = qualname + "."
-        elif isinstance(scope, ast.Module):
-            prefix = ""
-        else:
-            prefix = qualname + ".<locals>."
+        if measured:
             metrics = FunctionMetrics(
                 path=path,
-                line=scope.lineno,
+                line=scope.lineno,  # type: ignore[union-attr]
                 qualname=qualname,
-                length=scope.end_lineno - scope.lineno + 1,  # type: ignore[operator]
+                length=scope.end_lineno - scope.lineno + 1,  # type: ignore[operator,union-attr]
                 complexity=complexity,
             )
-            found.append((scope.lineno, scope.col_offset, metrics))
-        for child in nested:
-            # A name declared ``global`` in the enclosing scope is named as at the top
-            # level, as CPython's compiler does (``compiler_set_qualname``).
-            name = child.name if child.name in declared_global else prefix + child.name
-            scopes.append((child, name))
+            found.append((scope.lineno, scope.col_offset, metrics))  # type: ignore[union-attr]
+        if nested:
+            prefix = f"{qualname}.<locals>." if measured else f"{qualname}." if qualname else ""
+            for child in nested:
+                # A name declared ``global`` where the child is defined is named as at
+                # the top level, as CPython's compiler does (``compiler_set_qualname``).
+                name = child.name  # type: ignore[union-attr]
+                scopes.append((child, name if name in declared_global else prefix + name))
     found.sort(key=_position)
     return [metrics for _, _, metrics in found]
 
@@ -181,45 +177,50 @@ def _walk_scope(
     declared_global: set[str] = set()
     statements: list[ast.AST] = list(scope.body)
     expressions: list[ast.AST | None] = []
-    rules = _STATEMENT_RULES
-    if measured:
-        first = scope.decorator_list[0].lineno if scope.decorator_list else scope.lineno
-        if _header_keywords(lines, first, scope.body[0]):
-            _push_fields(expressions, scope, rules[type(scope)][2])
-    pop, search = statements.pop, _search
+    rules, search, global_ = _STATEMENT_RULES, _search, ast.Global
+    if measured and _signature_may_count(scope, lines):  # type: ignore[arg-type]
+        _push_fields(expressions, scope, rules[type(scope)][2])
+    pop, push = statements.pop, expressions.append
     while statements:
         node = pop()
-        weight, blocks, header, own = rules[type(node)]
+        weight, blocks, header = rules[type(node)]
         if blocks:
             complexity += weight
             for field in blocks:
                 statements += getattr(node, field)
-            if measured and header:
-                if own is None or _header_keywords(lines, node.lineno, node.body[0]) > own:
-                    _push_fields(expressions, node, header)
+            if measured:
+                for field in header:
+                    value = getattr(node, field)
+                    if type(value) is list:
+                        expressions += value
+                    else:
+                        push(value)
         elif blocks is None:
             nested.append(node)  # type: ignore[arg-type]
-        elif type(node) is ast.Global:
-            declared_global.update(node.names)  # type: ignore[attr-defined]
-        elif measured and header:
+        elif measured and header:  # a simple statement: only expressions below it
             complexity += weight
             first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
-            if search(lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])):
-                expressions.append(node)
+            text = lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])
+            if ("or" in text or "if" in text or "and" in text) and search(text):
+                push(node)
+        elif type(node) is global_:
+            declared_global.update(node.names)  # type: ignore[attr-defined]
     if expressions:
         complexity += _expression_complexity(expressions)
     return complexity, nested, declared_global
 
 
-def _header_keywords(lines: list[str], first: int, body: ast.stmt) -> int:
-    """How many keywords stand from the start of line ``first`` to where ``body`` begins.
+def _signature_may_count(function: _Function, lines: list[str]) -> bool:
+    """Whether the decorators, defaults or annotations of ``function`` may count.
 
-    ``col_offset`` counts UTF-8 bytes, never fewer than characters: on a line with
-    non-ASCII text the span read can only be longer than the header, never shorter.
+    The text read runs from the first decorator to where the body begins. ``col_offset``
+    counts UTF-8 bytes, never fewer than characters, so on a line with non-ASCII text
+    the span can only be too long, never too short.
     """
-    last = body.lineno
-    text = lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])
-    return len(_findall(text, 0, len(text) - len(lines[last - 1]) + body.col_offset))
+    first = function.decorator_list[0].lineno if function.decorator_list else function.lineno
+    body = function.body[0]
+    text = "\n".join(lines[first - 1 : body.lineno - 1] + [lines[body.lineno - 1][: body.col_offset]])
+    return ("or" in text or "if" in text or "and" in text) and _search(text) is not None
 
 
 def _push_fields(stack: list[ast.AST | None], node: ast.AST, fields: tuple[str, ...]) -> None:

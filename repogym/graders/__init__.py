@@ -3,6 +3,7 @@
 from repogym.graders.base import Grader
 from repogym.graders.composite import CompositeGrader
 from repogym.graders.constraints import ConstraintGrader
+from repogym.graders.perf import PerfGrader
 from repogym.graders.quality import QualityGrader
 from repogym.graders.tests import TestGrader
 
@@ -11,6 +12,7 @@ BUILTIN_GRADERS: dict[str, type[Grader]] = {
     "constraints": ConstraintGrader,
     "tests": TestGrader,
     "quality": QualityGrader,
+    "perf": PerfGrader,
 }
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "CompositeGrader",
     "ConstraintGrader",
     "Grader",
+    "PerfGrader",
     "QualityGrader",
     "TestGrader",
 ]
