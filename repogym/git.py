@@ -9,8 +9,13 @@ from pathlib import Path
 
 from repogym.errors import WorkspaceError
 
-# Settings a user's or system gitconfig could set that would change what we parse.
+# Settings a gitconfig could set that would change what we parse, or that would run a
+# command: a submission's code may have rewritten the work tree's .git/config by the time
+# the grader calls git there (issue 3: the PR's code runs with no token in reach).
 _PINNED_CONFIG = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.untrackedCache=false",
     "core.quotepath=off",
     "color.ui=never",
     "diff.noprefix=false",
@@ -33,7 +38,7 @@ def git(
     for setting in _PINNED_CONFIG:
         command += ["-c", setting]
     command += list(args)
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    full_env = {**_base_environment(), **(env or {})}
     try:
         done = subprocess.run(
             command, cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
@@ -45,6 +50,15 @@ def git(
         first = reason[0] if reason else f"exit code {done.returncode}"
         raise WorkspaceError(f"{cwd}: git {' '.join(args[:2])} failed: {first}")
     return done.stdout
+
+
+def _base_environment() -> dict[str, str]:
+    """What git needs of our environment, and nothing else: no token reaches a command
+    that a repository's config might make git run."""
+    keep = ("PATH", "HOME", "TMPDIR", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
+    env = {name: os.environ[name] for name in keep if name in os.environ}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    return env
 
 
 def toplevel(path: Path) -> Path:

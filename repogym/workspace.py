@@ -87,11 +87,28 @@ class Workspace:
 
     def patch(self) -> str:
         """The unified diff of the submission against the baseline; binary files marked."""
-        out = self._git_diff(["--no-color", "--no-ext-diff", "--no-textconv"])
-        return out.decode("utf-8", errors="replace")
+        return self._patch
 
     def files(self) -> tuple[str, ...]:
         """Every file of the submission (tracked or untracked, not ignored), sorted."""
+        return self._files
+
+    def snapshot(self) -> None:
+        """Read the changes, the patch and the file list now, once.
+
+        Each is computed on first use and kept, since the submission does not change while
+        it is graded. The composite calls this before any grader runs the submission's
+        code, which could rewrite the work tree's ``.git/config`` for later git calls.
+        """
+        _ = self._changes, self._patch, self._files
+
+    @cached_property
+    def _patch(self) -> str:
+        out = self._git_diff(["--no-color", "--no-ext-diff", "--no-textconv"])
+        return out.decode("utf-8", errors="replace")
+
+    @cached_property
+    def _files(self) -> tuple[str, ...]:
         with self._index() as env:
             out = _git.git(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], self.root, env=env

@@ -1,0 +1,330 @@
+"""RepoEnv: an agent edits a fresh checkout of a task's base commit, then submits it.
+
+Gymnasium's API shape without depending on it: ``reset() -> (observation, info)`` and
+``step(action) -> (observation, reward, terminated, truncated, info)``. Bad paths and
+patches that do not apply are error observations; stepping out of order raises
+:class:`EnvError`. The whole contract is in docs/env.md.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from repogym import git as _git
+from repogym.errors import RepogymError, WorkspaceError
+from repogym.graders.composite import CompositeGrader
+from repogym.models import GradeComponent, GradeResult
+from repogym.runner import CommandResult, Runner
+from repogym.task import Task, load_task
+from repogym.workspace import Workspace, task_at
+
+DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise
+_APPLY_TIMEOUT = 60.0
+
+
+class EnvError(RepogymError):
+    """RepoEnv used out of order (a step before ``reset()``, after the episode ended or
+    after ``close()``), an unknown action, or a workspace asked for when there is none."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCommand:
+    """Run a shell command in the workspace through the task's :class:`Runner`."""
+
+    command: str
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.timeout) or self.timeout <= 0:
+            raise ValueError(f"RunCommand timeout {self.timeout!r} must be a positive number")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFile:
+    """Read a file of the workspace (UTF-8, undecodable bytes replaced)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFile:
+    """Create or overwrite a file of the workspace, creating its directories."""
+
+    path: str
+    content: str | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyPatch:
+    """Apply a unified diff (``a/`` and ``b/`` prefixes) with ``git apply``."""
+
+    patch: str
+
+
+@dataclass(frozen=True, slots=True)
+class Submit:
+    """Grade the workspace and end the episode."""
+
+
+Action = RunCommand | ReadFile | WriteFile | ApplyPatch | Submit
+_ACTIONS = (RunCommand, ReadFile, WriteFile, ApplyPatch, Submit)
+
+
+class Observation(TypedDict):
+    """What the agent sees after each step (docs/env.md, "Observations")."""
+
+    output: str
+    exit_code: int | None
+    error: str | None
+
+
+Step = tuple[Observation, float, bool, bool, dict[str, Any]]
+_Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
+_State = Literal["new", "running", "ended", "closed"]
+_NOT_RUNNING = {
+    "new": "before reset(): call env.reset() to start an episode",
+    "ended": (
+        "after the episode ended (it was submitted or truncated): call env.reset() for a new "
+        "one, or pass keep_workspace=True to keep the workspace"
+    ),
+    "closed": "after close(): call env.reset() to start a new episode",
+}
+
+
+class RepoEnv:
+    """An episode is a fresh workspace of ``base``, edited by actions, ended by
+    :class:`Submit` (graded) or by reaching ``max_steps`` (truncated, not graded).
+
+    ``task`` is a task file path or a :class:`Task`; by default ``.repogym.yml`` as it is
+    at ``base``, read once here. With ``keep_workspace`` the workspace stays on disk after
+    the episode (and after ``reset()`` and ``close()``); removing it is then yours to do.
+    """
+
+    def __init__(
+        self,
+        repo: str | Path,
+        *,
+        base: str,
+        task: str | Path | Task | None = None,
+        keep_workspace: bool = False,
+        max_steps: int | None = None,
+    ) -> None:
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps {max_steps!r} must be at least 1, or None for no limit")
+        self.repo = _git.toplevel(Path(repo).resolve())
+        self.base = _git.resolve_commit(self.repo, base)
+        self.base_ref = base
+        self.task = _resolve_task(task, self.repo, self.base, base)
+        self.runner = Runner(pass_env=self.task.pass_env, set_env=self.task.env)
+        self.keep_workspace = keep_workspace
+        self.max_steps = max_steps
+        self.steps = 0
+        self._state: _State = "new"
+        self._root: Path | None = None
+        self._cleanup: Callable[[], object] | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Discard the previous workspace (unless kept) and check out a fresh one.
+
+        ``seed`` and ``options`` are accepted for Gymnasium's sake and ignored: an
+        episode is deterministic.
+        """
+        self._discard()
+        self._root = _clone_at(self.repo, self.base)
+        if not self.keep_workspace:
+            self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._root), True)
+        self._state = "running"
+        self.steps = 0
+        output = f"A fresh checkout of {self.base_ref} ({self.base[:12]}), {self.task.type} task."
+        return _observation(output), {"workspace": self._root, "base": self.base}
+
+    def step(self, action: Action) -> Step:
+        """Carry out ``action``; see docs/env.md for what each one returns."""
+        self._check_can_step(action)
+        observation, reward, info = self._dispatch(action)
+        self.steps += 1
+        terminated = isinstance(action, Submit)
+        truncated = not terminated and self.max_steps is not None and self.steps >= self.max_steps
+        info["step"] = self.steps
+        if terminated or truncated:
+            self._state = "ended"
+            if not self.keep_workspace:
+                self._discard()
+        return observation, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        """Remove the workspace (unless kept). Calling it again does nothing."""
+        self._discard()
+        self._state = "closed"
+
+    def __enter__(self) -> RepoEnv:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def workspace(self) -> Workspace:
+        """The current workspace against ``base``, a new :class:`Workspace` on each
+        access (so its diff is never stale). :class:`EnvError` when there is none."""
+        if self._root is None:
+            raise EnvError(f"RepoEnv.workspace: none {_NOT_RUNNING[self._state]}")
+        return Workspace(self._root, self.base, self.task, base_ref=self.base_ref)
+
+    def _do_submit(self) -> GradeResult:
+        """Grade ``self.workspace``; the result's score is the reward.
+
+        Override it to grade differently (spec: "Writing a grader"). It runs before the
+        workspace is removed. A :class:`WorkspaceError` it raises scores 0; anything else
+        reaches the caller of ``step()``, with the episode still running.
+        """
+        workspace = self.workspace
+        return CompositeGrader.for_workspace(workspace).grade_result(workspace)
+
+    def _dispatch(self, action: Action) -> _Outcome:
+        if isinstance(action, Submit):
+            return self._submit()
+        if isinstance(action, RunCommand):
+            return self._run_command(action)
+        if isinstance(action, ApplyPatch):
+            return self._apply_patch(action)
+        return self._file_action(action)
+
+    def _run_command(self, action: RunCommand) -> _Outcome:
+        run = self.runner.run(action.command, self.workspace.root, timeout=action.timeout)
+        error = (
+            f"`{action.command}` timed out after {action.timeout:g} s" if run.timed_out else None
+        )
+        observation = _observation(_output(run), exit_code=run.exit_code, error=error)
+        return observation, 0.0, {"command": run}
+
+    def _file_action(self, action: ReadFile | WriteFile) -> _Outcome:
+        verb = "read" if isinstance(action, ReadFile) else "write"
+        try:
+            target = self._target(action.path)
+            if isinstance(action, ReadFile):
+                return _observation(target.read_bytes().decode("utf-8", "replace")), 0.0, {}
+            data = action.content.encode() if isinstance(action.content, str) else action.content
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            return _observation(f"wrote {len(data)} bytes to {action.path}"), 0.0, {}
+        except WorkspaceError as error:
+            return _observation(error=str(error)), 0.0, {}
+        except OSError as error:
+            return _observation(error=f"{action.path}: cannot {verb}: {error.strerror}"), 0.0, {}
+
+    def _apply_patch(self, action: ApplyPatch) -> _Outcome:
+        # git itself refuses paths that leave the tree, go through a symlink or into .git.
+        # It runs through the runner: the workspace's git config is the agent's to edit.
+        with tempfile.TemporaryDirectory(prefix="repogym-patch-") as holder:
+            patch = Path(holder) / "action.patch"
+            patch.write_text(action.patch, encoding="utf-8")
+            command = f"git apply --verbose -- {shlex.quote(str(patch))}"
+            run = self.runner.run(
+                command, self.workspace.root, timeout=_APPLY_TIMEOUT, env={"LC_ALL": "C"}
+            )
+        error = None if run.ok else f"git apply: {_git_errors(run)}"
+        return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
+
+    def _submit(self) -> _Outcome:
+        try:
+            result = self._do_submit()
+        except WorkspaceError as error:
+            # The agent can break the tree beyond grading (say, `rm -rf .git`): that scores 0.
+            component = GradeComponent(
+                name="submission", score=0.0, passed=False, messages=[f"cannot grade: {error}"]
+            )
+            result = GradeResult(score=0.0, passed=False, components=(component,))
+        if not isinstance(result, GradeResult):
+            raise TypeError(f"_do_submit() returned {type(result).__name__}, not a GradeResult")
+        return _observation(result.summary()), result.score, {"result": result}
+
+    def _check_can_step(self, action: object) -> None:
+        if self._state != "running":
+            raise EnvError(f"RepoEnv.step() {_NOT_RUNNING[self._state]}")
+        if not isinstance(action, _ACTIONS):
+            names = ", ".join(kind.__name__ for kind in _ACTIONS)
+            raise EnvError(f"RepoEnv.step() takes {names}; got {type(action).__name__}")
+
+    def _target(self, path: str) -> Path:
+        """Where ``path`` really is; WorkspaceError if that is outside the tree or in .git."""
+        target = self.workspace.resolve(path)
+        git_dir = self.workspace.root / ".git"
+        if target == git_dir or git_dir in target.parents:
+            raise WorkspaceError(f"{path}: inside .git, which is not part of the submission")
+        return target
+
+    def _discard(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()  # removes the tree, once
+            self._cleanup = None
+        self._root = None
+
+
+def _resolve_task(task: str | Path | Task | None, repo: Path, base: str, ref: str) -> Task:
+    if isinstance(task, Task):
+        return task
+    if task is None:
+        return task_at(repo, base, ref)
+    return load_task(Path(task))
+
+
+def _clone_at(repo: Path, sha: str) -> Path:
+    """A work tree checked out (detached) at ``sha`` in a new temporary directory."""
+    root = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()
+    try:
+        if root == repo or repo in root.parents:
+            raise EnvError(
+                f"{root}: the temporary directory is inside {repo}; "
+                "set TMPDIR to a directory outside the repository"
+            )
+        # --shared borrows the objects (read-only) instead of copying them.
+        _git.git(
+            ["clone", "--shared", "--no-checkout", "--quiet", "--", str(repo), str(root)],
+            root.parent,
+        )
+        _git.git(["-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "--detach", sha], root)
+        # No remote: a `git push` from the workspace must not reach the source repository.
+        _git.git(["remote", "remove", "origin"], root)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return root
+
+
+def _observation(
+    output: str = "", *, exit_code: int | None = None, error: str | None = None
+) -> Observation:
+    return {"output": output, "exit_code": exit_code, "error": error}
+
+
+def _output(run: CommandResult) -> str:
+    """stdout then stderr, each saying how much of its start the runner cut."""
+    parts = []
+    for text, cut in ((run.stdout, run.stdout_cut), (run.stderr, run.stderr_cut)):
+        parts.append(f"[{cut} bytes cut]\n{text}" if cut else text)
+    return "".join(parts)
+
+
+def _git_errors(run: CommandResult) -> str:
+    """git's ``error:`` lines on one line, e.g. ``patch failed: f.py:3; f.py: patch does
+    not apply``."""
+    if run.timed_out:
+        return run.describe()
+    lines = run.stderr.strip().splitlines()
+    errors = [
+        line.removeprefix("error: ")
+        for line in lines
+        if line.startswith("error: ") and not line.endswith("while searching for:")
+    ]
+    return "; ".join(errors or lines[-1:] or [run.describe()])
