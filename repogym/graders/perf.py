@@ -1,0 +1,308 @@
+"""PerfGrader: times the task's benchmark on the baseline and the submission (spec:
+"PerfGrader").
+
+- The baseline is its own checkout of the base commit, made once per (repository, base
+  sha, task sha256) per process and kept, with the task's ``setup`` run there once, when
+  it is made. It is not ``workspace.baseline``: other graders read that as a pristine
+  tree, and a benchmark or a setup may write into the tree it runs in.
+- The candidate is the submission tree itself; ``setup`` runs there once per grade.
+- ``perf.warmup`` rounds (baseline, then candidate) are run and not counted; then
+  ``perf.runs`` pairs, baseline and candidate alternating, with the side that goes first
+  flipping from pair to pair, so that drift of the machine hits both sides alike. The
+  fastest run of each side is kept: noise only ever adds time.
+- ``timing: wall`` times the whole process from outside with a monotonic clock (the
+  runner's ``CommandResult.duration``); ``timing: reported`` trusts the benchmark's own
+  ``{"seconds": x}``, the last line of its stdout that is such a JSON object.
+
+Score::
+
+    speedup = baseline / candidate
+    score   = 0                                                 if speedup < noise_floor
+            = min(1, log(speedup / noise_floor) / log(min_speedup / noise_floor))
+    passed  = speedup ≥ min_speedup
+
+A failed setup or run, a timeout, a missing or malformed report, or a time that is not a
+finite positive number scores 0 with a message naming the side. ``details`` then lacks
+``speedup`` and the two minima.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from repogym import git as _git
+from repogym.graders.base import Grader
+from repogym.models import GradeComponent, Role
+from repogym.runner import CommandResult, Runner
+from repogym.task import PerfConfig, Task
+from repogym.workspace import Workspace
+
+Side = Literal["baseline", "candidate"]
+SIDES: tuple[Side, Side] = ("baseline", "candidate")
+SHORT_RUN = 0.5  # seconds: below this, interpreter start-up dominates (spec)
+_PYCACHE = "PYTHONPYCACHEPREFIX"
+
+
+def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
+    """The spec's log-scaled score of ``speedup`` (0 below ``noise_floor``, 1 from
+    ``min_speedup`` on)."""
+    if speedup < noise_floor:
+        return 0.0
+    return min(1.0, math.log(speedup / noise_floor) / math.log(min_speedup / noise_floor))
+
+
+class PerfGrader(Grader):
+    """Scores how much faster the submission runs ``perf.command`` than the baseline (an
+    objective); ``runner`` runs the commands."""
+
+    name = "perf"
+
+    def __init__(self, *, role: Role | str | None = None, runner: Runner | None = None) -> None:
+        super().__init__(role=role)
+        self.runner = runner
+
+    def grade(self, workspace: Workspace) -> GradeComponent:
+        config = workspace.task.perf
+        if config is None:
+            raise ValueError("the task has no `perf` section")
+        runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
+        timings = _Timings()
+        try:
+            trees: dict[Side, Path] = {
+                "baseline": perf_baseline(workspace, runner),
+                "candidate": _set_up(runner, workspace, workspace.root, "candidate"),
+            }
+            with tempfile.TemporaryDirectory(prefix="repogym-perf-pycache-") as pycache:
+                bench = _Bench(runner, config, trees, _bytecode_caches(runner, Path(pycache)))
+                _measure(bench, config, timings)
+        except _Failure as failure:
+            return _component(config, timings, failure)
+        return _component(config, timings, None)
+
+
+# -- the baseline, once per process ----------------------------------------------------
+
+_BASELINES: dict[tuple[str, str, str], Path] = {}
+
+
+def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
+    """The benchmark's private baseline tree: checked out, and set up, once per
+    (repository, base sha, task sha256) per process.
+
+    A setup that fails is not kept, so the next grade tries again with a fresh tree.
+    """
+    common = _git.git(["rev-parse", "--git-common-dir"], workspace.root).decode().strip()
+    key = (str((workspace.root / common).resolve()), workspace.base, _digest(workspace.task))
+    tree = _BASELINES.get(key)
+    if tree is not None and tree.is_dir():
+        return tree
+    tree = _checkout(workspace.root, workspace.base)
+    try:
+        _set_up(runner, workspace, tree, "baseline")
+    except _Failure:
+        shutil.rmtree(tree.parent, ignore_errors=True)
+        raise
+    _BASELINES[key] = tree
+    return tree
+
+
+def _digest(task: Task) -> str:
+    # A task built in code rather than read from a file has no sha256 of its own bytes.
+    return task.sha256 or hashlib.sha256(task.model_dump_json().encode()).hexdigest()
+
+
+def _checkout(repo: Path, commit: str) -> Path:
+    """``commit`` checked out into a new private directory, with a private index (the
+    same plumbing as ``workspace.materialise``, which keeps one shared tree instead)."""
+    holder = Path(tempfile.mkdtemp(prefix="repogym-perf-baseline-"))
+    atexit.register(shutil.rmtree, holder, True)
+    tree = holder / "tree"
+    env = {"GIT_INDEX_FILE": str(holder / "index")}
+    _git.git(["read-tree", commit], repo, env=env)
+    _git.git(["checkout-index", "--all", "--force", f"--prefix={tree}/"], repo, env=env)
+    (holder / "index").unlink()
+    tree.mkdir(exist_ok=True)
+    return tree
+
+
+def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Path:
+    """Run the task's ``setup`` in ``tree`` (within ``perf.timeout``); returns the tree."""
+    setup, perf = workspace.task.setup, workspace.task.perf
+    if setup and perf is not None:
+        result = runner.run(setup, tree, timeout=perf.timeout)
+        if not result.ok:
+            raise _Failure(f"setup failed in the {side} ({result.describe()})", result)
+    return tree
+
+
+def _bytecode_caches(runner: Runner, root: Path) -> dict[Side, dict[str, str]]:
+    """One bytecode cache per side for this grade, unless the task sets its own.
+
+    The runner gives every command a fresh, empty ``PYTHONPYCACHEPREFIX``, so each Python
+    run would compile every module it imports, the standard library's included: about
+    0.15 s of start-up on every run, and a noisy one. Within one grade neither tree
+    changes, so the warm-up compiles once and the timed runs measure the program.
+    """
+    if _PYCACHE in runner.environment():
+        return {side: {} for side in SIDES}
+    return {side: {_PYCACHE: str(root / side)} for side in SIDES}
+
+
+# -- timing ------------------------------------------------------------------------------
+
+
+class _Failure(Exception):
+    """Why there is no speed-up to score, and the run that shows it."""
+
+    def __init__(self, problem: str, run: CommandResult | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.run = run
+
+
+@dataclass(slots=True)
+class _Timings:
+    """Every counted time of each side in run order, and the order of each pair."""
+
+    times: dict[Side, list[float]] = field(default_factory=lambda: {s: [] for s in SIDES})
+    order: list[tuple[Side, Side]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bench:
+    runner: Runner
+    config: PerfConfig
+    trees: dict[Side, Path]
+    env: dict[Side, dict[str, str]]
+
+    def time(self, side: Side, which: str) -> float:
+        """Run the benchmark once on ``side``: its time in seconds, or a ``_Failure``."""
+        result = self.runner.run(
+            self.config.command, self.trees[side], timeout=self.config.timeout, env=self.env[side]
+        )
+        where = f"the {side} benchmark ({which})"
+        if result.timed_out:
+            raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)
+        if result.exit_code != 0:
+            raise _Failure(f"{where} exited with code {result.exit_code}", result)
+        if self.config.timing == "wall":
+            seconds = result.duration
+        else:
+            seconds = _reported_seconds(result, where)
+        if not math.isfinite(seconds):
+            raise _Failure(f"{where} took a non-finite time ({seconds!r})", result)
+        if seconds <= 0:
+            raise _Failure(f"{where} took a non-positive time ({seconds!r} s)", result)
+        return seconds
+
+
+def _measure(bench: _Bench, config: PerfConfig, timings: _Timings) -> None:
+    """Warm-up rounds, then ``runs`` interleaved pairs, recorded into ``timings``."""
+    for index in range(config.warmup):
+        for side in SIDES:
+            bench.time(side, f"warm-up run {index + 1} of {config.warmup}")
+    for index in range(config.runs):
+        order = SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
+        timings.order.append(order)
+        for side in order:
+            timings.times[side].append(bench.time(side, f"pair {index + 1} of {config.runs}"))
+
+
+def _reported_seconds(result: CommandResult, where: str) -> float:
+    """``x`` of the last stdout line that is a JSON object ``{"seconds": x}``."""
+    broken = None
+    for line in reversed(result.stdout.splitlines()):
+        text = line.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            if '"seconds"' in text and broken is None:
+                broken = text
+            continue
+        if not isinstance(value, dict) or "seconds" not in value:
+            continue
+        seconds = value["seconds"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise _Failure(
+                f'{where} reported malformed output: "seconds" is {json.dumps(seconds)}, '
+                "not a number",
+                result,
+            )
+        try:
+            return float(seconds)
+        except OverflowError:  # an integer too large for a float
+            return math.inf
+    if broken is not None:
+        raise _Failure(f"{where} reported malformed output: {broken[:80]!r} is not JSON", result)
+    raise _Failure(
+        f'{where} reported no time: no line of its stdout is a {{"seconds": x}} JSON object',
+        result,
+    )
+
+
+# -- the component -----------------------------------------------------------------------
+
+
+def _component(config: PerfConfig, timings: _Timings, failure: _Failure | None) -> GradeComponent:
+    details: dict[str, Any] = {
+        "command": config.command,
+        "timing": config.timing,
+        "runs": config.runs,
+        "warmup": config.warmup,
+        "noise_floor": config.noise_floor,
+        "min_speedup": config.min_speedup,
+        "baseline_times": list(timings.times["baseline"]),
+        "candidate_times": list(timings.times["candidate"]),
+        "order": [list(pair) for pair in timings.order],
+    }
+    if failure is not None:
+        messages = [f"score 0: {failure.problem}"]
+        if failure.run is not None and failure.run.tail():
+            messages.append("output tail:\n" + failure.run.tail())
+        return GradeComponent(
+            name=PerfGrader.name, score=0.0, passed=False, details=details, messages=messages
+        )
+    fastest = {side: min(timings.times[side]) for side in SIDES}
+    speedup = fastest["baseline"] / fastest["candidate"]
+    details.update(
+        baseline_min=fastest["baseline"], candidate_min=fastest["candidate"], speedup=speedup
+    )
+    score = perf_score(speedup, config.noise_floor, config.min_speedup)
+    passed = speedup >= config.min_speedup
+    return GradeComponent(
+        name=PerfGrader.name,
+        score=score,
+        passed=passed,
+        details=details,
+        messages=_messages(config, fastest, speedup, passed),
+    )
+
+
+def _messages(
+    config: PerfConfig, fastest: dict[Side, float], speedup: float, passed: bool
+) -> list[str]:
+    messages = [
+        f"speed-up {speedup:.2f}× (fastest of {config.runs}, {config.timing} time: "
+        f"baseline {fastest['baseline']:.3f} s, candidate {fastest['candidate']:.3f} s)"
+    ]
+    if speedup < config.noise_floor:
+        messages.append(f"below the noise floor of {config.noise_floor:g}×: score 0")
+    elif not passed:
+        messages.append(f"{config.min_speedup:g}× needed to pass")
+    for side in SIDES:
+        if fastest[side] < SHORT_RUN:
+            messages.append(
+                f"warning: the {side} benchmark's fastest run took {fastest[side]:.3f} s, under "
+                "half a second, so start-up dominates the figure: make the benchmark run longer"
+            )
+    return messages
