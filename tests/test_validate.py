@@ -53,7 +53,7 @@ def test_the_examples_cover_every_task_type() -> None:
         yaml.safe_load((EXAMPLES / n / "repo/.repogym.yml").read_text())["type"]
         for n in example_names()
     }
-    assert types >= {"bugfix", "feature", "refactor"}
+    assert types == {"bugfix", "feature", "perf", "refactor"}
 
 
 def bugfix(repo: Repo, *, test_body: str = "assert add(2, 3) == 5", extra: str = "") -> None:

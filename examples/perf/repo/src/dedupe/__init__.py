@@ -1,0 +1,3 @@
+from dedupe.core import unique
+
+__all__ = ["unique"]
