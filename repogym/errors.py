@@ -8,7 +8,10 @@ traceback::
     RepogymError
     ├── TaskError        the task file: syntax, schema, values
     ├── WorkspaceError   the work tree, refs, paths asked of a workspace
-    └── UsageError       command-line arguments
+    ├── UsageError       command-line arguments
+    ├── JUnitError       a test report that is missing, too large, unsafe or malformed
+    │                    (repogym.junit; the TestGrader turns it into a score of 0)
+    └── EnvError         RepoEnv used out of order (repogym.env)
 """
 
 from __future__ import annotations
