@@ -49,7 +49,7 @@ class Case:
 
     name: str
     classname: str
-    file: str | None
+    file: str | None  # its own `file` attribute, else the nearest enclosing suite's (mocha)
     suites: tuple[str, ...]  # names of the enclosing <testsuite> elements, outermost first
     outcome: Outcome  # from its children: failure, error, skipped, or none (passed)
     flaky: bool = False  # had flakyFailure/flakyError/rerunFailure/rerunError children
@@ -152,6 +152,8 @@ class _Reader:
         self.path = path
         self.ready: list[Case] = []
         self.suites: tuple[str, ...] = ()
+        # The `file` of each open <testsuite>, inherited from the one around it.
+        self.suite_files: list[str | None] = [None]
         # The open <testcase>: its attributes, and how deep inside it the parser is.
         self.in_case = False
         self.inner = 0
@@ -217,6 +219,7 @@ class _Reader:
             self.attrs = attrs
         elif tag == "testsuite":
             self.suites = (*self.suites, attrs.get("name", ""))
+            self.suite_files.append(attrs.get("file") or self.suite_files[-1])
 
     def _end(self, tag: str) -> None:
         if self.inner:  # a child of the open testcase, or deeper
@@ -227,6 +230,7 @@ class _Reader:
             self._emit()
         elif tag == "testsuite":
             self.suites = self.suites[:-1]
+            self.suite_files.pop()
 
     def _verdict(self, tag: str, attrs: dict[str, str]) -> None:
         outcome, severity = _VERDICTS[tag]
@@ -269,7 +273,7 @@ class _Reader:
         case = Case(
             attrs.get("name", ""),
             attrs.get("classname", ""),
-            attrs.get("file"),
+            attrs.get("file") or self.suite_files[-1],
             self.suites,
             self.outcome,
             self.flaky,

@@ -751,21 +751,22 @@ def test_mocha(tmp_path: Path) -> None:
         "test/**/*.spec.js",
     ]
     execute(command, project, report)
+    # mocha-junit-reporter writes the file on each file's root suite; tests inherit it.
     assert outcomes_in(report, project) == {
-        "root level test": P,
-        "outer suite::adds 1.5 + 2": P,
-        "outer suite::fails": F,
-        "outer suite::skipped one": S,
-        "outer suite::pending without a body": S,
-        "outer suite::inner::suite [x]::works with spaces": P,
-        "outer suite::inner::suite [x]::param a b": P,
-        "outer suite::inner::suite [x]::param x.y": F,
-        "outer suite::inner::suite [x]::param p::q": P,
+        "root level test": P,  # mocha's root suite has no file
+        "test/math.spec.js::outer suite::adds 1.5 + 2": P,
+        "test/math.spec.js::outer suite::fails": F,
+        "test/math.spec.js::outer suite::skipped one": S,
+        "test/math.spec.js::outer suite::pending without a body": S,
+        "test/math.spec.js::outer suite::inner::suite [x]::works with spaces": P,
+        "test/math.spec.js::outer suite::inner::suite [x]::param a b": P,
+        "test/math.spec.js::outer suite::inner::suite [x]::param x.y": F,
+        "test/math.spec.js::outer suite::inner::suite [x]::param p::q": P,
         # A failing hook stands for the tests it kept from running, which are missing.
-        'outer suite::hooked::"before all" hook for "never runs"': F,
-        "test::in a describe named test": P,
-        "retried::passes the third time": P,  # mocha reports the last retry only
-        "other file::passes": P,
+        'test/math.spec.js::outer suite::hooked::"before all" hook for "never runs"': F,
+        "test/math.spec.js::test::in a describe named test": P,
+        "test/math.spec.js::retried::passes the third time": P,  # the last retry only
+        "test/nested.dir/other.spec.js::other file::passes": P,
     }
 
 
