@@ -12,10 +12,10 @@ need one), and a report over ``max_bytes`` is refused before it is read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from stat import S_ISREG
+from typing import NamedTuple
 from xml.parsers import expat
 
 from repogym.errors import RepogymError
@@ -43,9 +43,13 @@ class JUnitError(RepogymError):
     """The report is missing, too large, unsafe or not JUnit XML."""
 
 
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One ``<testcase>`` element as the report wrote it."""
+class Case(NamedTuple):
+    """One ``<testcase>`` element as the report wrote it.
+
+    A named tuple rather than a frozen dataclass: it is as immutable, and a report makes
+    one per testcase, where a frozen dataclass's ``__init__`` costs five times as much
+    (bench/junit.py).
+    """
 
     name: str
     classname: str
@@ -137,6 +141,9 @@ def _too_large(path: Path, size: int, max_bytes: int) -> str:
         f"JUnit report {path} is {size:,} bytes, over the limit of {max_bytes:,}: "
         "reduce the captured output in the report, or raise the limit"
     )
+
+
+_new_case = tuple.__new__
 
 
 class _Reader:
@@ -269,15 +276,18 @@ class _Reader:
 
     def _emit(self) -> None:
         attrs = self.attrs
-        # Positional: a frozen dataclass takes keywords markedly slower, once per case.
-        case = Case(
-            attrs.get("name", ""),
-            attrs.get("classname", ""),
-            attrs.get("file") or self.suite_files[-1],
-            self.suites,
-            self.outcome,
-            self.flaky,
-            self.message,
+        # tuple.__new__ skips the named tuple's Python-level __new__: once per testcase.
+        case = _new_case(
+            Case,
+            (
+                attrs.get("name", ""),
+                attrs.get("classname", ""),
+                attrs.get("file") or self.suite_files[-1],
+                self.suites,
+                self.outcome,
+                self.flaky,
+                self.message,
+            ),
         )
         self.ready.append(case)
         self.in_case = False
