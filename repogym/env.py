@@ -24,7 +24,7 @@ from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeComponent, GradeResult
 from repogym.runner import CommandResult, Runner
 from repogym.task import Task, load_task
-from repogym.workspace import Workspace, task_at
+from repogym.workspace import Workspace, clone_at, task_at
 
 DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise
 _APPLY_TIMEOUT = 60.0
@@ -288,14 +288,7 @@ def _clone_at(repo: Path, sha: str) -> Path:
                 f"{root}: the temporary directory is inside {repo}; "
                 "set TMPDIR to a directory outside the repository"
             )
-        # --shared borrows the objects (read-only) instead of copying them.
-        _git.git(
-            ["clone", "--shared", "--no-checkout", "--quiet", "--", str(repo), str(root)],
-            root.parent,
-        )
-        _git.git(["-c", "core.hooksPath=/dev/null", "checkout", "--quiet", "--detach", sha], root)
-        # No remote: a `git push` from the workspace must not reach the source repository.
-        _git.git(["remote", "remove", "origin"], root)
+        clone_at(repo, sha, root)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

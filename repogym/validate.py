@@ -19,7 +19,7 @@ from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
 from repogym.models import GradeResult, Role
 from repogym.task import Task
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, clone_at
 
 # An id's first part names a file when it ends like a test file does; Go packages,
 # Java classes and describe blocks do not, and are not checked for existence.
@@ -62,13 +62,6 @@ def validate(
             tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution")
             _check_solution(result, Workspace.open(tree, base=sha, task=task), repeat)
     return result
-
-
-def clone_at(repo: Path, commit: str, dest: Path) -> Path:
-    """A private work tree of ``commit`` at ``dest`` that shares ``repo``'s objects."""
-    _git.git(["clone", "--quiet", "--shared", "--no-checkout", str(repo), str(dest)], repo)
-    _git.git(["checkout", "--quiet", "--detach", commit], dest)
-    return dest
 
 
 def _static_checks(result: Validation, repo: Path, sha: str, task: Task) -> None:

@@ -276,12 +276,21 @@ _BASELINES: dict[tuple[str, str], Path] = {}
 
 
 def materialise(repo: Path, commit: str) -> Path:
-    """Check out ``commit`` into a private temporary directory, once per process."""
+    """A pristine tree of ``commit``, made once per process and shared (read it only)."""
     common = _git.git(["rev-parse", "--git-common-dir"], repo).decode().strip()
     key = (str((repo / common).resolve()), commit)
     if key in _BASELINES and _BASELINES[key].is_dir():
         return _BASELINES[key]
-    holder = Path(tempfile.mkdtemp(prefix="repogym-baseline-"))
+    _BASELINES[key] = export_tree(repo, commit, prefix="repogym-baseline-")
+    return _BASELINES[key]
+
+
+def export_tree(repo: Path, commit: str, *, prefix: str) -> Path:
+    """The files of ``commit`` in a new private directory (no ``.git``), removed at exit.
+
+    A private index keeps the repository's own untouched.
+    """
+    holder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, holder, True)
     tree = holder / "tree"
     env = {"GIT_INDEX_FILE": str(holder / "index")}
@@ -289,5 +298,16 @@ def materialise(repo: Path, commit: str) -> Path:
     _git.git(["checkout-index", "--all", "--force", f"--prefix={tree}/"], repo, env=env)
     (holder / "index").unlink()
     tree.mkdir(exist_ok=True)
-    _BASELINES[key] = tree
     return tree
+
+
+def clone_at(repo: Path, commit: str, dest: Path) -> Path:
+    """A git work tree at ``dest``, checked out (detached) at ``commit``.
+
+    It borrows ``repo``'s objects read-only (``--shared``) and has no remote, so nothing
+    done in it, a ``git push`` included, reaches ``repo``.
+    """
+    _git.git(["clone", "--shared", "--no-checkout", "--quiet", "--", str(repo), str(dest)], repo)
+    _git.git(["checkout", "--quiet", "--detach", commit], dest)
+    _git.git(["remote", "remove", "origin"], dest)
+    return dest

@@ -28,7 +28,6 @@ finite positive number scores 0 with a message naming the side. ``details`` then
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import math
@@ -43,7 +42,7 @@ from repogym.graders.base import Grader
 from repogym.models import GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import PerfConfig, Task
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, export_tree
 
 Side = Literal["baseline", "candidate"]
 SIDES: tuple[Side, Side] = ("baseline", "candidate")
@@ -104,7 +103,7 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
     tree = _BASELINES.get(key)
     if tree is not None and tree.is_dir():
         return tree
-    tree = _checkout(workspace.root, workspace.base)
+    tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-")
     try:
         _set_up(runner, workspace, tree, "baseline")
     except _Failure:
@@ -117,20 +116,6 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
 def _digest(task: Task) -> str:
     # A task built in code rather than read from a file has no sha256 of its own bytes.
     return task.sha256 or hashlib.sha256(task.model_dump_json().encode()).hexdigest()
-
-
-def _checkout(repo: Path, commit: str) -> Path:
-    """``commit`` checked out into a new private directory, with a private index (the
-    same plumbing as ``workspace.materialise``, which keeps one shared tree instead)."""
-    holder = Path(tempfile.mkdtemp(prefix="repogym-perf-baseline-"))
-    atexit.register(shutil.rmtree, holder, True)
-    tree = holder / "tree"
-    env = {"GIT_INDEX_FILE": str(holder / "index")}
-    _git.git(["read-tree", commit], repo, env=env)
-    _git.git(["checkout-index", "--all", "--force", f"--prefix={tree}/"], repo, env=env)
-    (holder / "index").unlink()
-    tree.mkdir(exist_ok=True)
-    return tree
 
 
 def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Path:
