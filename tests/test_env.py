@@ -23,10 +23,11 @@ from repogym.env import (
     WriteFile,
 )
 from repogym.errors import RepogymError, WorkspaceError
-from repogym.graders import CompositeGrader, ConstraintGrader, Grader, TestGrader
+from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeComponent, GradeResult
 from repogym.task import TASK_FILE, parse_task
 from tests.conftest import Repo
+from tests.spec_example import NoTodoGrader
 
 CORE = "src/slugify/core.py"
 SOLUTION = (EXAMPLES / "bugfix" / "solution" / CORE).read_text()
@@ -429,17 +430,6 @@ def test_the_source_repository_is_untouched(bugfix: Path) -> None:
 
 
 # -- custom graders: the spec's two routes ("Writing a grader") --------------------------------
-
-
-# The spec's example grader, verbatim.
-# fmt: off
-class NoTodoGrader(Grader):
-    name = "no_todo"
-    def grade(self, workspace):
-        bad = [f for f in workspace.changed_files() if "TODO" in workspace.read(f)]
-        return GradeComponent(name=self.name, score=float(not bad), passed=not bad,
-                              messages=[f"TODO in {f}" for f in bad])
-# fmt: on
 
 
 def spec_grader() -> CompositeGrader:

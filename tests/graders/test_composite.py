@@ -9,6 +9,7 @@ from repogym.graders import CompositeGrader, ConstraintGrader, Grader
 from repogym.models import GradeComponent, Role
 from repogym.workspace import Workspace
 from tests.conftest import Repo
+from tests.spec_example import NoTodoGrader
 
 REFACTOR_TASK = """\
 version: 1
@@ -42,20 +43,6 @@ class Exploding(Grader):
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         raise RuntimeError("boom")
-
-
-# The spec's example grader, verbatim ("Writing a grader").
-class NoTodoGrader(Grader):
-    name = "no_todo"
-
-    def grade(self, workspace):  # type: ignore[no-untyped-def]
-        bad = [f for f in workspace.changed_files() if "TODO" in workspace.read(f)]
-        return GradeComponent(
-            name=self.name,
-            score=float(not bad),
-            passed=not bad,
-            messages=[f"TODO in {f}" for f in bad],
-        )
 
 
 @pytest.fixture

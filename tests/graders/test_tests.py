@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.graders import CompositeGrader, ConstraintGrader, Grader, TestGrader
+from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.junit import Outcome
 from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
@@ -15,6 +15,7 @@ from repogym.task import parse_task
 from repogym.testids import TestResult
 from repogym.workspace import Workspace
 from tests.conftest import Repo
+from tests.spec_example import NoTodoGrader
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 
@@ -308,19 +309,6 @@ def test_regression_only_is_a_gate() -> None:
 
 
 # -- the spec's example, verbatim ("Writing a grader") ------------------------------------
-
-
-class NoTodoGrader(Grader):
-    name = "no_todo"
-
-    def grade(self, workspace):  # type: ignore[no-untyped-def]
-        bad = [f for f in workspace.changed_files() if "TODO" in workspace.read(f)]
-        return GradeComponent(
-            name=self.name,
-            score=float(not bad),
-            passed=not bad,
-            messages=[f"TODO in {f}" for f in bad],
-        )
 
 
 def test_the_spec_example_on_a_real_repository(project: Repo) -> None:
