@@ -14,6 +14,7 @@ Afterwards the tree holds the submission's files again, byte for byte.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 import shutil
 import tempfile
@@ -242,7 +243,10 @@ def _score(
             "output_tail": run.tail(40),
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
+    # Ids of the report that may be shown: not those of hidden tests.
+    shown = [i for i in results if i.split("::", 1)[0] not in hidden]
     messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
+    messages += _missing_hints(f2p, p2p, results, shown, hidden)
     return GradeComponent(
         name="tests",
         role=workspace.task.tests_role,
@@ -293,6 +297,42 @@ def _messages(
                 "warning: the test command exited with code 0 although the report has failures"
             )
     return messages
+
+
+def _missing_hints(
+    f2p: dict[str, Outcome],
+    p2p: dict[str, Outcome],
+    results: dict[str, TestResult],
+    shown: list[str],
+    hidden: set[str],
+) -> list[str]:
+    """Why task ids may be missing: the closest ids the report has, and what else failed
+    (a collection error takes a whole file's tests with it). Hidden tests stay unnamed."""
+    missing = [
+        i
+        for i, o in {**f2p, **p2p}.items()
+        if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden
+    ]
+    if not missing:
+        return []
+    hints = []
+    # A file-level record (a collection error) is no candidate: it is listed below.
+    candidates = [i for i in shown if "::" in i and i not in f2p and i not in p2p]
+    for test_id in missing[:3]:
+        close = difflib.get_close_matches(test_id, candidates, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{test_id} is not in the report; the closest id there is {close[0]}")
+    others = [
+        i
+        for i in shown
+        if i not in f2p and i not in p2p and results[i].outcome in (Outcome.FAILED, Outcome.ERROR)
+    ]
+    for test_id in others[:3]:
+        first = results[test_id].message.splitlines()[0] if results[test_id].message else ""
+        hints.append(f"the report also has {test_id}: {results[test_id].outcome.value} {first}")
+    if not results:
+        hints.append("the report has no testcase at all")
+    return hints
 
 
 def _name_ids(

@@ -331,3 +331,39 @@ def test_runner_is_used_for_commands(project: Repo) -> None:
     runner = Runner(set_env={"PYTHONDONTWRITEBYTECODE": "1"})
     assert grade(project, runner=runner).score == 1.0
     assert not os.environ.get("REPOGYM_RUN")
+
+
+def test_a_mistyped_id_gets_the_closest_one(project: Repo) -> None:
+    project.write({"src/calc.py": FIXED})
+    task = parse_task(task_text(p2p="[tests/test_calc.py::test_sbu]"))
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=task))
+    assert component.details["pass_to_pass"]["tests/test_calc.py::test_sbu"] == "missing"
+    assert (
+        "tests/test_calc.py::test_sbu is not in the report; the closest id there is "
+        "tests/test_calc.py::test_sub" in component.messages
+    )
+
+
+def test_a_collection_error_is_named_when_ids_are_missing(project: Repo) -> None:
+    # pytest stops the session on a collection error: every id goes missing.
+    project.write({"src/calc.py": FIXED, "tests/test_broken.py": "import nowhere_xyz\n"})
+    component = grade(project)
+    assert set(component.details["fail_to_pass"].values()) == {"missing"}
+    assert "the report also has tests/test_broken.py: error collection failure" in (
+        component.messages
+    )
+
+
+def test_hints_never_name_hidden_tests(repo: Repo) -> None:
+    f2p = "[tests/test_hidden.py::test_secrte]"
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task_text(f2p=f2p, p2p="[]", extra="  hidden: .repogym/hidden\n"),
+            "pytest.ini": "[pytest]\npythonpath = src\n",
+            "src/calc.py": CALC,
+            ".repogym/hidden/tests/test_hidden.py": HIDDEN,
+        },
+    )
+    component = grade(repo)
+    assert not any("secret" in m or "secrte" in m for m in component.messages)
