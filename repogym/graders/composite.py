@@ -60,11 +60,17 @@ class CompositeGrader:
 
     @classmethod
     def from_task(
-        cls, task: Task, *, baseline: Path | None = None, submission: Path | None = None
+        cls,
+        task: Task,
+        *,
+        baseline: Path | None = None,
+        submission: Path | None = None,
+        hidden: Path | None = None,
     ) -> CompositeGrader:
         """The task's own graders in the spec's order: constraints, tests, quality, perf,
         then the custom graders of ``grading.graders``, imported from the ``baseline``
-        tree or installed packages, never from the ``submission`` tree."""
+        tree or installed packages, never from the ``submission`` tree. ``hidden``, a
+        directory of hidden tests from elsewhere, replaces ``tests.hidden``."""
         from repogym.graders import BUILTIN_GRADERS
         from repogym.graders.custom import load_custom_grader
 
@@ -74,7 +80,15 @@ class CompositeGrader:
                 f"{task.source}: `{missing[0]}`: this version of repogym cannot grade "
                 f"{missing[0]} yet; remove the section or upgrade repogym"
             )
-        graders: list[Grader] = [BUILTIN_GRADERS[name]() for name in task.builtin_roles()]
+        from repogym.graders import ConstraintGrader, TestGrader
+
+        graders: list[Grader] = []
+        for name in task.builtin_roles():
+            grader_class = BUILTIN_GRADERS[name]
+            if hidden is not None and grader_class in (ConstraintGrader, TestGrader):
+                graders.append(grader_class(hidden=hidden))
+            else:
+                graders.append(grader_class())
         for spec in task.grading.graders:
             graders.append(load_custom_grader(spec, baseline, submission, task.source))
         try:

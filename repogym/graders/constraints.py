@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from repogym.globs import compile_globs, matching
@@ -24,12 +25,20 @@ Violation = dict[str, Any]
 
 
 class ConstraintGrader(Grader):
+    """Always a gate. ``hidden`` is a directory of hidden tests given from elsewhere than
+    ``tests.hidden`` (as ``TestGrader(hidden=...)`` takes): the paths they are injected at
+    are protected too."""
+
     name = "constraints"
     role = Role.GATE
 
+    def __init__(self, *, role: Role | str | None = None, hidden: Path | None = None) -> None:
+        super().__init__(role=role)
+        self.hidden = hidden
+
     def grade(self, workspace: Workspace) -> GradeComponent:
         rules: list[tuple[str, Callable[[Workspace], Iterator[Violation]]]] = [
-            ("protected", _protected)
+            ("protected", lambda ws: _protected(ws, self.hidden))
         ]
         c = workspace.task.constraints
         declared = {
@@ -65,10 +74,15 @@ def _check(rule: str, violations: list[Violation]) -> dict[str, Any]:
     return check
 
 
-def protected_paths(workspace: Workspace) -> dict[str, str]:
+def protected_paths(workspace: Workspace, hidden_dir: Path | None = None) -> dict[str, str]:
     """Exact paths no submission may change, with the reason, always on."""
     task = workspace.task
     paths = task.protected_files()
+    if hidden_dir is not None and hidden_dir.is_dir():
+        for file in sorted(p for p in hidden_dir.rglob("*") if not p.is_dir()):
+            paths.setdefault(
+                file.relative_to(hidden_dir).as_posix(), "where a hidden test is injected"
+            )
     if task.tests is not None and task.tests.hidden:
         hidden = task.tests.hidden
         for path in workspace.baseline_files(hidden):
@@ -78,8 +92,8 @@ def protected_paths(workspace: Workspace) -> dict[str, str]:
     return paths
 
 
-def _protected(workspace: Workspace) -> Iterator[Violation]:
-    exact = protected_paths(workspace)
+def _protected(workspace: Workspace, hidden_dir: Path | None) -> Iterator[Violation]:
+    exact = protected_paths(workspace, hidden_dir)
     task = workspace.task
     hidden = task.tests.hidden if task.tests else None
     globs = compile_globs(task.constraints.protected)

@@ -762,3 +762,27 @@ def test_passing_constraints_gate_lets_the_objective_count(repo: Repo) -> None:
     ws = Workspace.open(repo.root, base="main")
     result = CompositeGrader.for_workspace(ws).grade_result(ws)
     assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)"
+
+
+def test_hidden_tests_from_elsewhere_are_protected_where_injected(
+    repo: Repo, tmp_path: Path
+) -> None:
+    # The Action can take hidden tests from outside the base tree; their injection paths
+    # are as protected as those of tests.hidden.
+    hidden = tmp_path / "hidden"
+    (hidden / "tests").mkdir(parents=True)
+    (hidden / "tests" / "test_secret.py").write_text("def test_secret():\n    pass\n")
+    based(repo, task())
+    repo.write({"tests/test_secret.py": "def test_secret():\n    assert True\n"})
+    workspace = Workspace.open(repo.root, base="main")
+    assert ConstraintGrader().grade(workspace).passed
+    component = ConstraintGrader(hidden=hidden).grade(workspace)
+    assert check(component, "protected")["violations"] == [
+        {
+            "path": "tests/test_secret.py",
+            "message": "tests/test_secret.py is protected (where a hidden test is injected) "
+            "and was added",
+        }
+    ]
+    graders = CompositeGrader.from_task(workspace.task, hidden=hidden).graders
+    assert [getattr(g, "hidden", None) for g in graders] == [hidden, None]
