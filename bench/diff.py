@@ -22,11 +22,13 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _common import GIT_ENV, best_of, expect
 
 import repogym.git
 from repogym.task import parse_task
@@ -42,16 +44,6 @@ UNTRACKED = 550
 CHANGED = sum(COMMITTED.values()) + STAGED_MODIFIED + sum(UNSTAGED.values()) + UNTRACKED
 IGNORED = 200
 TASK = b"version: 1\ntype: refactor\nconstraints:\n  max_function_length: 50\n"
-
-# Both sides run git with the same environment, free of the user's and system's config.
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,23 +233,6 @@ def check(sub: Submission) -> None:
     for path in sub.untracked:
         lines = len((sub.root / path).read_bytes().splitlines())
         expect((stats[path].added, stats[path].removed) == (lines, 0), f"{path}: wrong counts")
-
-
-def expect(condition: bool, problem: str) -> None:
-    if not condition:
-        raise SystemExit(f"sanity check failed: {problem}")
-
-
-def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """The minimum wall time of each side over interleaved rounds (order alternating)."""
-    best = dict.fromkeys(sides, float("inf"))
-    names = list(sides)
-    for n in range(rounds):
-        for name in names if n % 2 == 0 else names[::-1]:
-            start = time.perf_counter()
-            sides[name]()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 @contextmanager

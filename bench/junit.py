@@ -31,6 +31,7 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr
 
+from _common import best_of, expect
 from lxml import etree
 
 from repogym.junit import Case, Outcome, iter_cases
@@ -226,23 +227,6 @@ def child(side: str, path: Path) -> tuple[int, float, float]:
     )
     count, seconds, rss_kib = done.stdout.split()
     return int(count), float(seconds), int(rss_kib) / 1024
-
-
-def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """The minimum wall time of each side over interleaved rounds (order alternating)."""
-    best = dict.fromkeys(sides, float("inf"))
-    names = list(sides)
-    for n in range(rounds):
-        for name in names if n % 2 == 0 else names[::-1]:
-            start = time.perf_counter()
-            sides[name]()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
-
-
-def expect(condition: bool, problem: str) -> None:
-    if not condition:
-        raise SystemExit(f"sanity check failed: {problem}")
 
 
 def main(argv: list[str] | None = None) -> int:

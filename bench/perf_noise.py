@@ -30,6 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import GIT_ENV
+
 from repogym.graders.perf import PerfGrader
 from repogym.task import parse_task
 from repogym.workspace import Workspace
@@ -45,14 +47,6 @@ def spin(n):
 """
 BENCH = LOOP + '\nfrom pathlib import Path\n\nprint(spin(int(Path("n.txt").read_text())) % 7)\n'
 TASK = "version: 1\ntype: perf\nperf:\n  command: python bench.py\n  min_speedup: 4\n"
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 def loop_iterations(seconds: float) -> int:
@@ -72,7 +66,7 @@ def _timed(spin: Callable[[int], int], n: int) -> float:
 
 def make_repo(root: Path, base_n: int, candidate_n: int) -> Path:
     root.mkdir(parents=True)
-    env = {**os.environ, **IDENTITY}
+    env = {**os.environ, **GIT_ENV}
     for path, text in {".repogym.yml": TASK, "bench.py": BENCH, "n.txt": f"{base_n}\n"}.items():
         (root / path).write_text(text)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):

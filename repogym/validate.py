@@ -19,7 +19,7 @@ from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
 from repogym.models import GradeResult, Role
 from repogym.task import Task
-from repogym.workspace import Workspace, clone_at
+from repogym.workspace import Workspace, clone_at, files_under
 
 # An id's first part names a file when it ends like a test file does; Go packages,
 # Java classes and describe blocks do not, and are not checked for existence.
@@ -93,7 +93,7 @@ def _check_test_files(result: Validation, baseline: Path, task: Task) -> None:
         if not root.is_dir():
             result.problem(f"tests.hidden: {task.tests.hidden} is not a directory at the base")
         else:
-            hidden = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+            hidden = set(files_under(root))
     missing = []
     for path in task.tests.test_files():
         if PurePosixPath(path).suffix not in _SOURCE_SUFFIXES:

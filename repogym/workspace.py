@@ -260,6 +260,18 @@ def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
     return changes
 
 
+def files_under(directory: Path) -> list[str]:
+    """Every file below ``directory`` as a sorted POSIX path relative to it; [] if absent.
+
+    How hidden tests are listed: they are copied into the tree at these same paths.
+    """
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p.relative_to(directory).as_posix() for p in directory.rglob("*") if not p.is_dir()
+    )
+
+
 def task_at(repo: Path, commit: str, ref: str | None = None) -> Task:
     """The task file as it is at ``commit`` (never the submission's copy)."""
     raw = _git.show_file(repo, commit, TASK_FILE)

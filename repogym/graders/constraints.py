@@ -16,7 +16,7 @@ from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.models import GradeComponent, Role
 from repogym.task import TASK_FILE
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, files_under
 
 # Enough to show what is wrong without turning a report into a dump of the diff.
 MAX_LISTED = 50

@@ -29,7 +29,7 @@ from repogym.models import GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import TestsConfig
 from repogym.testids import TestResult, collect
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, files_under
 
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
 _BROKEN_P2P = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.MISSING})
@@ -64,7 +64,7 @@ class TestGrader(Grader):
             raise ValueError("the task has no `tests` section")
         runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
         hidden_root = self._hidden_root(workspace, config)
-        hidden_files = _files_under(hidden_root) if hidden_root else []
+        hidden_files = files_under(hidden_root) if hidden_root else []
         with _Swap(workspace.root) as swap:
             restored = swap.restore_from_baseline(workspace, _guarded_paths(config))
             swap.inject(hidden_root, hidden_files)
@@ -75,7 +75,7 @@ class TestGrader(Grader):
             run=run,
             results=results,
             problem=problem,
-            hidden={f.as_posix() for f in hidden_files},
+            hidden=set(hidden_files),
             restored=restored,
         )
 
@@ -97,14 +97,6 @@ def _guarded_paths(config: TestsConfig) -> list[str]:
             name = "conftest.py" if str(directory) == "." else f"{directory}/conftest.py"
             paths.add(name)
     return sorted(paths)
-
-
-def _files_under(root: Path) -> list[PurePosixPath]:
-    if not root.is_dir():
-        return []
-    return sorted(
-        PurePosixPath(p.relative_to(root).as_posix()) for p in root.rglob("*") if not p.is_dir()
-    )
 
 
 class _Swap:
@@ -165,14 +157,13 @@ class _Swap:
                 target.write_bytes(old)
         return changed
 
-    def inject(self, source: Path | None, files: list[PurePosixPath]) -> None:
-        for relative in files:
+    def inject(self, source: Path | None, files: list[str]) -> None:
+        for path in files:
             assert source is not None
-            path = relative.as_posix()
             self._save(path)
             target = self.root / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / relative, target)
+            shutil.copy2(source / path, target)
 
 
 def _remove_empty_parents(directory: Path, root: Path) -> None:
