@@ -78,11 +78,8 @@ def protected_paths(workspace: Workspace, hidden_dir: Path | None = None) -> dic
     """Exact paths no submission may change, with the reason, always on."""
     task = workspace.task
     paths = task.protected_files()
-    if hidden_dir is not None and hidden_dir.is_dir():
-        for file in sorted(p for p in hidden_dir.rglob("*") if not p.is_dir()):
-            paths.setdefault(
-                file.relative_to(hidden_dir).as_posix(), "where a hidden test is injected"
-            )
+    for path in files_under(hidden_dir) if hidden_dir is not None else []:
+        paths.setdefault(path, "where a hidden test is injected")
     if task.tests is not None and task.tests.hidden:
         hidden = task.tests.hidden
         for path in workspace.baseline_files(hidden):
