@@ -5,14 +5,16 @@ with a multi-line message, a traceback and a few KB of captured output), reading
 with :func:`repogym.junit.iter_cases` into a ``{"classname::name": outcome}`` dict takes at
 most 1.2 times as long as ``lxml.etree.iterparse`` over the same file, clearing each element
 at its end event (a walk that extracts nothing); and a fresh process that only imports
-``repogym.junit`` and builds that dict peaks at most at 64 MiB of RSS.
+``repogym.junit`` and builds that dict peaks at most at 64 MiB of RSS. The targets hold
+for the C reader that the install builds (``repogym/_cjunit.c``); the pure Python reader's
+time is shown beside it.
 
 junitparser's time and peak RSS are shown for scale when it is installed. Needs lxml, a
 benchmark dependency only: ``pip install lxml junitparser``.
 
 Run ``python bench/junit.py``; it exits 1 when a target is missed. ``--floor`` also times
-what any parser with this API must pay whatever its logic: expat's scan with no-op element
-handlers, and making the 200,000 ``Case`` objects and the caller's dict.
+what a Python-level expat parser with this API must pay whatever its logic: expat's scan
+with no-op element handlers, and making the 200,000 ``Case`` objects and the caller's dict.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from xml.sax.saxutils import escape, quoteattr
 from _common import best_of, expect
 from lxml import etree
 
+import repogym.junit
 from repogym.junit import Case, Outcome, iter_cases
 
 TARGET_RATIO = 1.2
@@ -189,6 +192,15 @@ def outcomes(path: Path) -> dict[str, Outcome]:
     return {f"{case.classname}::{case.name}": case.outcome for case in iter_cases(path)}
 
 
+def pure_outcomes(path: Path) -> dict[str, Outcome]:
+    """:func:`outcomes` with the pure Python reader, for comparison."""
+    accelerator, repogym.junit._cjunit = repogym.junit._cjunit, None
+    try:
+        return outcomes(path)
+    finally:
+        repogym.junit._cjunit = accelerator
+
+
 def expat_alone(path: Path, *, handlers: bool) -> None:
     """The floor under any expat-based parser: expat's scan, with or without no-op handlers.
 
@@ -248,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
             f"in {time.perf_counter() - start:.1f} s"
         )
         expect(outcomes(path) == report.expected, "iter_cases read other outcomes")
+        expect(pure_outcomes(path) == report.expected, "the pure reader read other outcomes")
         del report
         sides: dict[str, Callable[[], object]] = {
             "reference": lambda: reference(path),
             "repogym": lambda: outcomes(path),
+            "pure": lambda: pure_outcomes(path),
         }
         if args.floor:
             fields = [
@@ -269,7 +283,12 @@ def main(argv: list[str] | None = None) -> int:
             scale = child("junitparser", path)
     ratio = best["repogym"] / best["reference"]
     print(f"(a) lxml iterparse, clear:        {best['reference'] * 1000:7.0f} ms")
-    print(f"(b) iter_cases to outcomes:       {best['repogym'] * 1000:7.0f} ms")
+    which = "the C reader" if repogym.junit._cjunit is not None else "NOT BUILT: pure Python"
+    print(f"(b) iter_cases to outcomes:       {best['repogym'] * 1000:7.0f} ms ({which})")
+    print(
+        f"    with the pure Python reader:  {best['pure'] * 1000:7.0f} ms "
+        f"({best['pure'] / best['reference']:.2f}x (a), for comparison)"
+    )
     if args.floor:
         print("floors, for (b):")
         print(f"  expat alone, no handlers:       {best['expat'] * 1000:7.0f} ms")

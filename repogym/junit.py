@@ -7,6 +7,11 @@ whatever the report's size, and each case is handed out as soon as its end tag i
 Reports come from the code under grading, so they are untrusted input: a report that
 declares a DTD is refused outright (entity-expansion bombs and external entities both
 need one), and a report over ``max_bytes`` is refused before it is read.
+
+Two readers turn expat's events into cases: :class:`_Reader` here, in Python, which
+defines the behaviour, and the same state machine in C (``repogym/_cjunit.c``), used when
+it was built, which saves the Python call that pyexpat makes for every XML element. The
+test suite runs both on every report it has.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ from typing import NamedTuple
 from xml.parsers import expat
 
 from repogym.errors import RepogymError
+
+try:
+    from repogym import _cjunit
+except ImportError:  # not built (no C compiler at install time): the pure reader serves
+    _cjunit = None  # type: ignore[assignment]
 
 # A report larger than this is rejected unread (a runaway suite, or an attack on memory).
 DEFAULT_MAX_BYTES = 512 << 20
@@ -71,7 +81,7 @@ def iter_cases(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Ca
     ``<testcase>`` is only known, and raised, at the end.
     """
     size = _checked_size(path, max_bytes)
-    reader = _Reader(path)
+    reader = _new_reader(path)
     found = 0
     for chunk in _chunks(path, max_bytes):
         cases = reader.feed(chunk)
@@ -143,6 +153,85 @@ def _too_large(path: Path, size: int, max_bytes: int) -> str:
     )
 
 
+class FirstLine:
+    """The message of a failure, error or skip without a ``message`` attribute: the
+    first non-empty line of its text, stripped, at most ``MAX_MESSAGE`` characters.
+
+    Precisely ``text.lstrip()[:MAX_MESSAGE].split("\n", 1)[0].rstrip()``, computed from
+    the text fed in pieces of any size: it keeps only what that needs, and :meth:`add`
+    says when more text cannot change the line. Both readers use it.
+    """
+
+    __slots__ = ("full", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0  # characters in parts
+        self.full = False  # the line is settled: more text cannot change it
+
+    def add(self, data: str) -> bool:
+        """Take the next piece of text; whether the line is settled."""
+        if self.full:
+            return True
+        if not self.parts:
+            data = data.lstrip()
+            if not data:
+                return False
+        self.parts.append(data)
+        self.size += len(data)
+        self.full = "\n" in data or self.size >= MAX_MESSAGE
+        return self.full
+
+    def line(self) -> str:
+        return "".join(self.parts)[:MAX_MESSAGE].split("\n", 1)[0].rstrip()
+
+
+def attribute_message(message: str) -> str | None:
+    """A ``message`` attribute as the case's message, or None when it is blank (then the
+    element's text is used)."""
+    return message[:MAX_MESSAGE] if message.strip() else None
+
+
+def _new_reader(path: Path) -> _Reader | _CReader:
+    return _CReader(path) if _cjunit is not None else _Reader(path)
+
+
+def _not_well_formed(path: Path, reason: str, line: int, column: int) -> JUnitError:
+    return JUnitError(
+        f"JUnit report {path} is not well-formed XML: {reason} at line {line}, column {column}"
+    )
+
+
+def _declares_dtd(path: Path, name: str, line: int) -> JUnitError:
+    return JUnitError(
+        f"JUnit report {path} declares a DTD (<!DOCTYPE {name}> at line {line}) and repogym "
+        "refuses DTDs, since entity expansion and external entities make them unsafe: "
+        "write the report without one"
+    )
+
+
+class _CReader:
+    """:class:`_Reader`'s state machine in C (``repogym/_cjunit.c``), with its rare steps
+    (:class:`FirstLine`, :func:`attribute_message`) shared; the same cases, message for
+    message, and the same errors."""
+
+    def __init__(self, path: Path) -> None:
+        assert _cjunit is not None
+        self.path = path
+        outcomes = (Outcome.PASSED, Outcome.SKIPPED, Outcome.FAILED, Outcome.ERROR)
+        self.reader = _cjunit.Reader(Case, outcomes, FirstLine, attribute_message)
+
+    def feed(self, chunk: bytes) -> list[Case]:
+        """Parse the next chunk (an empty one ends the document); the cases it completed."""
+        try:
+            return self.reader.feed(chunk, not chunk)
+        except _cjunit.ParseError as error:
+            kind, *info = error.args
+            if kind == "dtd":
+                raise _declares_dtd(self.path, info[0], info[1]) from None
+            raise _not_well_formed(self.path, info[0], info[1], info[2] + 1) from None
+
+
 _new_case = tuple.__new__
 
 
@@ -170,11 +259,8 @@ class _Reader:
         self.severity = 0
         self.flaky = False
         self.message = ""
-        # The deciding child's text while it is being collected, its length, and whether
-        # it holds the first non-empty line yet.
-        self.text: list[str] | None = None
-        self.text_size = 0
-        self.text_full = False
+        # The deciding child's first line while its text is being collected.
+        self.text: FirstLine | None = None
 
         parser = expat.ParserCreate()
         parser.buffer_text = True
@@ -190,20 +276,13 @@ class _Reader:
         try:
             self.parser.Parse(chunk, not chunk)
         except expat.ExpatError as error:
-            raise JUnitError(
-                f"JUnit report {self.path} is not well-formed XML: "
-                f"{expat.ErrorString(error.code)} at line {error.lineno}, "
-                f"column {error.offset + 1}"
-            ) from None
+            reason = expat.ErrorString(error.code)
+            raise _not_well_formed(self.path, reason, error.lineno, error.offset + 1) from None
         ready, self.ready = self.ready, []
         return ready
 
     def _refuse_dtd(self, name: str, *_: object) -> None:
-        raise JUnitError(
-            f"JUnit report {self.path} declares a DTD (<!DOCTYPE {name}> at line "
-            f"{self.parser.CurrentLineNumber}) and repogym refuses DTDs, since entity "
-            "expansion and external entities make them unsafe: write the report without one"
-        )
+        raise _declares_dtd(self.path, name, self.parser.CurrentLineNumber)
 
     def _refuse_entity(self, name: str, *_: object) -> None:
         # Unreachable while DOCTYPE is refused (entities are declared in a DTD); kept so
@@ -244,33 +323,24 @@ class _Reader:
         if severity <= self.severity:  # of several alike, the first one's message is kept
             return
         self.outcome, self.severity = outcome, severity
-        message = attrs.get("message", "")
-        if message.strip():
-            self.message = message[:MAX_MESSAGE]
+        message = attribute_message(attrs.get("message", ""))
+        if message is not None:
+            self.message = message
         else:
             self.message = ""
-            self.text, self.text_size, self.text_full = [], 0, False
+            self.text = FirstLine()
             self.parser.CharacterDataHandler = self._collect
 
     def _collect(self, data: str) -> None:
-        """Gather text until the first non-empty line is complete (or long enough)."""
-        text = self.text
-        if text is None or self.text_full:
-            return
-        if not text:
-            data = data.lstrip()
-            if not data:
-                return
-        text.append(data)
-        self.text_size += len(data)
-        # The handler is unhooked at the element's end, not here: pyexpat would hand the
-        # same buffered text to this handler again if it were replaced while running.
-        self.text_full = "\n" in data or self.text_size >= MAX_MESSAGE
+        # The handler is unhooked at the element's end, not once the line is settled:
+        # pyexpat would hand the same buffered text to the handler again if it were
+        # replaced while running.
+        if self.text is not None:
+            self.text.add(data)
 
     def _stop_text(self) -> None:
         assert self.text is not None
-        line = "".join(self.text).split("\n", 1)[0]
-        self.message = line.strip()[:MAX_MESSAGE]
+        self.message = self.text.line()
         self.text = None
         self.parser.CharacterDataHandler = None
 

@@ -12,6 +12,9 @@ import pytest
 import repogym.junit
 from repogym.junit import MAX_MESSAGE, Case, JUnitError, Outcome, iter_cases
 
+# Every test here runs with both readers (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("junit_reader")
+
 
 def report(tmp_path: Path, xml: str | bytes, name: str = "report.xml") -> Path:
     path = tmp_path / name
