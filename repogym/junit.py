@@ -202,6 +202,15 @@ def _not_well_formed(path: Path, reason: str, line: int, column: int) -> JUnitEr
     )
 
 
+def _unreadable_encoding(path: Path, error: Exception) -> JUnitError:
+    # pyexpat decodes an encoding expat lacks with Python's codecs: an unknown name is a
+    # LookupError, a multi-byte codec a ValueError.
+    return JUnitError(
+        f"JUnit report {path} declares an encoding that cannot be read ({error}): "
+        "write the report in UTF-8"
+    )
+
+
 def _declares_dtd(path: Path, name: str, line: int) -> JUnitError:
     return JUnitError(
         f"JUnit report {path} declares a DTD (<!DOCTYPE {name}> at line {line}) and repogym "
@@ -230,6 +239,8 @@ class _CReader:
             if kind == "dtd":
                 raise _declares_dtd(self.path, info[0], info[1]) from None
             raise _not_well_formed(self.path, info[0], info[1], info[2] + 1) from None
+        except (LookupError, ValueError) as error:
+            raise _unreadable_encoding(self.path, error) from None
 
 
 _new_case = tuple.__new__
@@ -278,6 +289,8 @@ class _Reader:
         except expat.ExpatError as error:
             reason = expat.ErrorString(error.code)
             raise _not_well_formed(self.path, reason, error.lineno, error.offset + 1) from None
+        except (LookupError, ValueError) as error:
+            raise _unreadable_encoding(self.path, error) from None
         ready, self.ready = self.ready, []
         return ready
 

@@ -299,6 +299,20 @@ def test_encodings_other_than_utf8(tmp_path: Path) -> None:
     assert cases(tmp_path, utf16.encode("utf-16"))[0].name == "été"
 
 
+@pytest.mark.parametrize(
+    ("encoding", "why"),
+    [("no-such-codec", "unknown encoding: no-such-codec"), ("shift_jis", "multi-byte")],
+)
+def test_an_encoding_that_cannot_be_read_is_one_clear_error(
+    tmp_path: Path, encoding: str, why: str
+) -> None:
+    xml = f'<?xml version="1.0" encoding="{encoding}"?><testsuite><testcase name="a"/></testsuite>'
+    message = error(tmp_path, xml)
+    assert message.startswith(f"JUnit report {tmp_path / 'report.xml'} declares an encoding")
+    assert why in message
+    assert message.endswith("write the report in UTF-8")
+
+
 # -- hostile reports ---------------------------------------------------------------------
 
 BILLION_LAUGHS = """<?xml version="1.0"?>
