@@ -196,11 +196,13 @@ static int verdict(Reader *r, int severity, const XML_Char **atts)
 static int open_case(Reader *r, const XML_Char **atts)
 {
     const char *file = attribute(atts, "file");
-    r->name = text_of(r, attribute(atts, "name"));
-    r->classname = text_of(r, attribute(atts, "classname"));
-    r->file = file != NULL && file[0] != '\0' ? text_of(r, file) : NULL;
     r->in_case = 1;
-    if (r->name == NULL || r->classname == NULL || (file != NULL && file[0] && !r->file))
+    /* Each step only once the one before it succeeded: no call with an error set. */
+    if ((r->name = text_of(r, attribute(atts, "name"))) == NULL)
+        return -1;
+    if ((r->classname = text_of(r, attribute(atts, "classname"))) == NULL)
+        return -1;
+    if (file != NULL && file[0] != '\0' && (r->file = text_of(r, file)) == NULL)
         return -1;
     return 0;
 }
