@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from repogym.errors import WorkspaceError
 
@@ -94,6 +95,34 @@ def show_file(repo: Path, commit: str, path: str) -> bytes | None:
         return git(["cat-file", "blob", f"{commit}:{path}"], repo)
     except WorkspaceError:
         return None
+
+
+class TreeEntry(NamedTuple):
+    """One entry of a commit's tree: ``mode`` as git writes it (``100644``, ``100755``,
+    ``120000`` for a symlink, ``040000`` for a directory, ``160000`` for a submodule)."""
+
+    mode: str
+    type: str  # blob, tree or commit
+    sha: str
+
+    @property
+    def executable(self) -> bool:
+        return self.mode == "100755"
+
+    @property
+    def symlink(self) -> bool:
+        return self.mode == "120000"
+
+
+def tree_entry(repo: Path, commit: str, path: str) -> TreeEntry | None:
+    """The entry of ``path`` in ``commit``'s tree, or None if it is not there."""
+    out = git(["ls-tree", "-z", "--full-tree", commit, "--", path], repo)
+    for record in out.split(b"\0"):
+        meta, _, name = record.partition(b"\t")
+        if name == os.fsencode(path):
+            mode, kind, sha = meta.decode().split()
+            return TreeEntry(mode, kind, sha)
+    return None
 
 
 def object_type(repo: Path, commit: str, path: str) -> str | None:

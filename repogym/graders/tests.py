@@ -15,6 +15,7 @@ Afterwards the tree holds the submission's files again, byte for byte.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 import shutil
 import tempfile
@@ -136,25 +137,25 @@ class _Swap:
             shutil.move(target, self._backup / path)
 
     def restore_from_baseline(self, workspace: Workspace, paths: Iterable[str]) -> list[str]:
-        """Put the baseline's version of each path in place; returns the paths changed."""
+        """Put the baseline's version of each path in place, content and mode (executable
+        bit, symlink) alike; returns the paths changed."""
         changed = []
         for path in paths:
             target = self.root / path
+            entry = _git.tree_entry(workspace.root, workspace.base, path)
             # Only files are restored: an id may name a directory (a Go package, say).
-            if _git.object_type(workspace.root, workspace.base, path) == "tree" or (
+            if (entry is not None and entry.type != "blob") or (
                 target.is_dir() and not target.is_symlink()
             ):
                 continue
-            old = _git.show_file(workspace.root, workspace.base, path)
-            current = target.read_bytes() if target.is_file() and not target.is_symlink() else None
-            exists = target.is_symlink() or target.exists()
-            if old == current and (old is not None or not exists):
+            wanted = None if entry is None else _baseline_state(workspace, entry)
+            if wanted == _current_state(target):
                 continue
             self._save(path)
             changed.append(path)
-            if old is not None:
+            if wanted is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(old)
+                _write_state(target, wanted)
         return changed
 
     def inject(self, source: Path | None, files: list[str]) -> None:
@@ -164,6 +165,39 @@ class _Swap:
             target = self.root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / path, target)
+
+
+# A file as git sees it: (is a symlink, content or link target, executable).
+_State = tuple[bool, bytes, bool]
+
+
+def _baseline_state(workspace: Workspace, entry: _git.TreeEntry) -> _State:
+    content = _git.git(["cat-file", "blob", entry.sha], workspace.root)
+    return (entry.symlink, content, entry.executable)
+
+
+# Something else is there (a FIFO, a socket): equal to no state git can hold, since a
+# link target cannot contain NUL.
+_OTHER: _State = (True, b"\0", False)
+
+
+def _current_state(target: Path) -> _State | None:
+    if target.is_symlink():
+        return (True, os.fsencode(target.readlink()), False)
+    if target.is_file():
+        return (False, target.read_bytes(), bool(target.stat().st_mode & 0o100))
+    return _OTHER if target.exists() else None
+
+
+def _write_state(target: Path, state: _State) -> None:
+    symlink, content, executable = state
+    if symlink:
+        target.symlink_to(os.fsdecode(content))
+        return
+    target.write_bytes(content)
+    if executable:  # as git checks it out: executable wherever it is readable
+        mode = target.stat().st_mode
+        target.chmod(mode | (mode & 0o444) >> 2)
 
 
 def _remove_empty_parents(directory: Path, root: Path) -> None:

@@ -367,3 +367,38 @@ def test_hints_never_name_hidden_tests(repo: Repo) -> None:
     )
     component = grade(repo)
     assert not any("secret" in m or "secrte" in m for m in component.messages)
+
+
+SCRIPT_TEST = """\
+#!/bin/sh
+# A test file run as a program: its executable bit is part of it. It also checks that
+# tests/link.sh is the symlink of the base.
+case_() { printf '<testcase file="%s" name="fixed">%s</testcase>' "$1" "$2"; }
+failure='<failure message="no"/>'
+if grep -q 'a + b' src/calc.py; then code=''; else code=$failure; fi
+if [ -L tests/link.sh ]; then link=''; else link=$failure; fi
+echo "<testsuite>$(case_ t.sh "$code")$(case_ tests/link.sh "$link")</testsuite>" > "$1"
+"""
+
+
+def test_a_restored_test_file_keeps_its_mode(repo: Repo) -> None:
+    repo.write({"t.sh": SCRIPT_TEST})
+    (repo.root / "t.sh").chmod(0o755)
+    (repo.root / "tests").mkdir()
+    (repo.root / "tests/link.sh").symlink_to("../t.sh")
+    task = "version: 1\ntype: bugfix\ntests:\n  command: ./t.sh {junit}\n"
+    task += "  fail_to_pass: [t.sh::fixed, tests/link.sh::fixed]\n"
+    repo.commit("base", {".repogym.yml": task, "src/calc.py": CALC})
+    # The submission fixes the code, edits the test file, drops its executable bit and
+    # turns the symlink into a file of its own.
+    repo.write({"src/calc.py": FIXED, "t.sh": SCRIPT_TEST + "# mine\n"})
+    (repo.root / "t.sh").chmod(0o644)
+    (repo.root / "tests/link.sh").unlink()
+    repo.write({"tests/link.sh": "#!/bin/sh\nexit 1\n"})
+    component = grade(repo)
+    assert component.details["restored"] == ["t.sh", "tests/link.sh"]
+    assert component.score == 1.0, component.messages
+    # Afterwards the submission's own versions are back, modes included.
+    assert (repo.root / "t.sh").read_text().endswith("# mine\n")
+    assert (repo.root / "t.sh").stat().st_mode & 0o777 == 0o644
+    assert not (repo.root / "tests/link.sh").is_symlink()
