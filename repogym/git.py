@@ -24,6 +24,7 @@ _PINNED_CONFIG = (
     "diff.relative=false",
     "diff.external=",
     "core.pager=cat",
+    "core.warnAmbiguousRefs=true",
 )
 
 
@@ -35,22 +36,32 @@ def git(
     stdin: bytes | None = None,
 ) -> bytes:
     """Run ``git ARGS`` in ``cwd`` and return its stdout; a failure is a WorkspaceError."""
+    done = _run(args, cwd, env=env, stdin=stdin)
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()
+        first = reason[0] if reason else f"exit code {done.returncode}"
+        raise WorkspaceError(f"{cwd}: git {' '.join(args[:2])} failed: {first}")
+    return done.stdout
+
+
+def _run(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
     command = ["git"]
     for setting in _PINNED_CONFIG:
         command += ["-c", setting]
     command += list(args)
     full_env = {**_base_environment(), **(env or {})}
     try:
-        done = subprocess.run(
+        return subprocess.run(
             command, cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
         )
     except FileNotFoundError:
         raise WorkspaceError("git is not installed or not on PATH: install git") from None
-    if done.returncode != 0:
-        reason = done.stderr.decode(errors="replace").strip().splitlines()
-        first = reason[0] if reason else f"exit code {done.returncode}"
-        raise WorkspaceError(f"{cwd}: git {' '.join(args[:2])} failed: {first}")
-    return done.stdout
 
 
 def _base_environment() -> dict[str, str]:
@@ -76,17 +87,53 @@ def toplevel(path: Path) -> Path:
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
-    """The full sha of the commit ``ref`` names."""
-    try:
-        out = git(
-            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], repo
-        )
-    except WorkspaceError:
+    """The full sha of the commit ``ref`` names; a name that two refs share (a branch
+    and a tag called ``main``) is an error, not git's silent pick."""
+    done = _run(["rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}"], repo)
+    if done.returncode != 0:
         raise WorkspaceError(
             f"{repo}: `{ref}` does not name a commit; check the branch, tag or sha "
             "(fetch it first if it exists only on a remote)"
-        ) from None
-    return out.decode().strip()
+        )
+    if b"is ambiguous" in done.stderr:
+        names = ambiguous_refs(repo, ref) or [f"refs/heads/{ref}", f"refs/tags/{ref}"]
+        branch = f"refs/heads/{ref}"
+        raise WorkspaceError(
+            f"{repo}: `{ref}` is ambiguous: it names {' and '.join(names)}; pass the full "
+            f"name of the one you mean, such as {branch if branch in names else names[0]}"
+        )
+    return done.stdout.decode().strip()
+
+
+def merge_base(repo: Path, ref: str, ref_sha: str, head: str) -> str:
+    """The best common ancestor of ``ref`` (``ref_sha``) and ``head``, or a WorkspaceError
+    that says why there is none: most often a shallow clone."""
+    done = _run(["merge-base", ref_sha, head], repo)
+    if done.returncode == 0:
+        return done.stdout.decode().strip()
+    shallow = _run(["rev-parse", "--is-shallow-repository"], repo).stdout.strip() == b"true"
+    if shallow:
+        raise WorkspaceError(
+            f"{repo}: no common ancestor of `{ref}` and HEAD in this shallow clone: fetch "
+            "more history (`git fetch --unshallow`, or `fetch-depth: 0` for actions/checkout)"
+        )
+    raise WorkspaceError(
+        f"{repo}: `{ref}` and HEAD have no common ancestor (unrelated histories): pass a "
+        "--base that HEAD was branched from"
+    )
+
+
+# Where git looks for a short ref name, in its order (git help revisions).
+_REF_RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}")
+
+
+def ambiguous_refs(repo: Path, ref: str) -> list[str]:
+    """The full names of the refs that the short name ``ref`` matches."""
+    candidates = [rule.format(ref) for rule in _REF_RULES]
+    candidates.append(f"refs/remotes/{ref}/HEAD")
+    out = git(["for-each-ref", "--format=%(refname)", *candidates], repo).decode()
+    found = set(out.split())
+    return [name for name in candidates if name in found]
 
 
 def show_file(repo: Path, commit: str, path: str) -> bytes | None:

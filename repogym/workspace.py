@@ -274,13 +274,20 @@ def files_under(directory: Path) -> list[str]:
 
 def task_at(repo: Path, commit: str, ref: str | None = None) -> Task:
     """The task file as it is at ``commit`` (never the submission's copy)."""
-    raw = _git.show_file(repo, commit, TASK_FILE)
+    entry = _git.tree_entry(repo, commit, TASK_FILE)
     name = ref or commit[:12]
-    if raw is None:
+    if entry is None:
         raise WorkspaceError(
             f"{TASK_FILE} not found at {name}: commit a task file on the base branch, "
             "or pass one with --task FILE"
         )
+    if entry.type != "blob" or entry.symlink:
+        what = {"tree": "a directory", "commit": "a submodule"}.get(entry.type, "a symlink")
+        raise WorkspaceError(
+            f"{TASK_FILE} at {name} is {what}: commit the task file itself there, "
+            "or pass one with --task FILE"
+        )
+    raw = _git.git(["cat-file", "blob", entry.sha], repo)
     return parse_task(raw, f"{TASK_FILE}@{name}")
 
 

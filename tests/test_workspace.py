@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from repogym import git as _git
 from repogym.errors import WorkspaceError
 from repogym.task import parse_task
 from repogym.workspace import FileChange, Workspace
@@ -115,6 +117,37 @@ def test_base_ref_that_does_not_exist_is_an_error_naming_it(repo: Repo) -> None:
         Workspace.open(repo.root, base="no-such-branch")
     assert len(caught.value.lines) == 1
     assert "`no-such-branch` does not name a commit" in str(caught.value)
+
+
+def test_an_ambiguous_base_is_an_error_naming_both_refs(repo: Repo) -> None:
+    based(repo)
+    repo.branch("feature")
+    repo.commit("more", {"b.py": "y = 2\n"})
+    repo.git("tag", "main")  # a tag that shares the branch's name, on another commit
+    with pytest.raises(WorkspaceError) as caught:
+        Workspace.open(repo.root, base="main")
+    assert str(caught.value) == (
+        f"{repo.root}: `main` is ambiguous: it names refs/tags/main and refs/heads/main; "
+        "pass the full name of the one you mean, such as refs/heads/main"
+    )
+    main = repo.git("rev-parse", "refs/heads/main").strip()
+    assert Workspace.open(repo.root, base="refs/heads/main").base == main
+
+
+@pytest.mark.parametrize("kind", ["symlink", "directory"])
+def test_a_task_file_that_is_not_a_file_at_the_base(repo: Repo, kind: str) -> None:
+    repo.write({"real.yml": TASK})
+    if kind == "symlink":
+        (repo.root / ".repogym.yml").symlink_to("real.yml")
+    else:
+        repo.write({".repogym.yml/task.yml": TASK})
+    repo.commit("base")
+    with pytest.raises(WorkspaceError) as caught:
+        Workspace.open(repo.root, base="main")
+    assert str(caught.value) == (
+        f".repogym.yml at main is a {kind}: commit the task file itself there, "
+        "or pass one with --task FILE"
+    )
 
 
 def test_root_outside_any_work_tree_is_an_error(tmp_path: Path) -> None:
@@ -583,3 +616,31 @@ def test_linked_worktree_is_a_submission_sharing_the_baseline(repo: Repo, tmp_pa
     assert ws.baseline == Workspace.open(repo.root, base="main").baseline
     assert (ws.baseline / "a.txt").read_text() == "a\n"
     assert index_state(repo) == index_before
+
+
+def test_no_merge_base_says_why(repo: Repo, tmp_path: Path) -> None:
+    based(repo)
+    repo.branch("feature")
+    head = repo.commit("feature work", {"b.py": "y = 2\n"})
+    main = repo.git("rev-parse", "main").strip()
+    assert _git.merge_base(repo.root, "main", main, head) == main
+    # A shallow clone of the feature branch, with the tip of main fetched alone.
+    shallow = tmp_path / "shallow"
+    url = f"file://{repo.root}"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", "-b", "feature", url, str(shallow)], check=True
+    )
+    subprocess.run(
+        ["git", "fetch", "-q", "--depth", "1", "origin", "main:main"], cwd=shallow, check=True
+    )
+    with pytest.raises(WorkspaceError) as caught:
+        _git.merge_base(shallow, "main", main, head)
+    assert str(caught.value) == (
+        f"{shallow}: no common ancestor of `main` and HEAD in this shallow clone: fetch more "
+        "history (`git fetch --unshallow`, or `fetch-depth: 0` for actions/checkout)"
+    )
+    # Unrelated histories.
+    repo.git("checkout", "--quiet", "--orphan", "other")
+    other = repo.commit("unrelated", {"c.py": "z = 3\n"})
+    with pytest.raises(WorkspaceError, match="have no common ancestor \\(unrelated histories\\)"):
+        _git.merge_base(repo.root, "main", main, other)
