@@ -34,6 +34,11 @@ def load_custom_grader(
                 f"{where}: cannot import {module_name!r} from {roots} ({error}); "
                 "commit the module to the base branch or install it"
             ) from None
+        except SystemExit as error:  # a module that exits on import must not end repogym
+            raise TaskError(
+                f"{where}: importing {module_name!r} called sys.exit({error.code!r}); "
+                "a grader module must not exit when imported"
+            ) from None
         except Exception as error:
             raise TaskError(
                 f"{where}: importing {module_name!r} raised {type(error).__name__}: {error}"
@@ -43,7 +48,13 @@ def load_custom_grader(
     cls = getattr(module, class_name, None)
     if not (isinstance(cls, type) and issubclass(cls, Grader)):
         raise TaskError(f"{where}: {module_name!r} has no Grader subclass called {class_name!r}")
-    grader = cls()
+    try:
+        grader = cls()
+    except Exception as error:
+        raise TaskError(
+            f"{where}: {class_name}() raised {type(error).__name__}: {error}; a custom grader "
+            "must be constructible without arguments"
+        ) from None
     grader.role = spec.role
     if not grader.name:
         raise TaskError(f'{where}: the class sets no `name`; add `name = "..."` to it')

@@ -184,3 +184,33 @@ def test_custom_grader_that_cannot_be_imported_is_a_task_error(repo: Repo) -> No
     workspace = Workspace.open(repo.root, base="main")
     with pytest.raises(TaskError, match="cannot import 'no_such_module_xyz'"):
         CompositeGrader.for_workspace(workspace)
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        (
+            "import sys\nsys.exit(3)\n",
+            "importing 'rg_exits_demo' called sys.exit(3); a grader module must not exit "
+            "when imported",
+        ),
+        (
+            "from repogym.graders import Grader\n\n\nclass G(Grader):\n    name = 'g'\n\n"
+            "    def __init__(self, needed):\n        super().__init__()\n",
+            "G() raised TypeError: ",
+        ),
+    ],
+)
+def test_a_custom_grader_that_exits_or_cannot_be_made_is_a_task_error(
+    repo: Repo, source: str, problem: str
+) -> None:
+    task = REFACTOR_TASK + "grading:\n  graders: ['rg_exits_demo:G']\n"
+    repo.commit("base", {".repogym.yml": task, "src/a.py": "x = 1\n", "rg_exits_demo.py": source})
+    workspace = Workspace.open(repo.root, base="main")
+    try:
+        with pytest.raises(TaskError) as caught:
+            CompositeGrader.for_workspace(workspace)
+    finally:
+        sys.modules.pop("rg_exits_demo", None)
+    assert problem in str(caught.value)
+    assert len(caught.value.lines) == 1
