@@ -158,7 +158,21 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
                 f"--solution {solution}: the patch does not apply at the base ({error})"
             ) from None
         return tree
-    target = _git.resolve_commit(repo, solution)
+    if patch.exists():  # a directory, a FIFO: neither a patch nor a ref
+        raise WorkspaceError(
+            f"--solution {solution}: not a regular file; pass a patch file or a commit"
+        )
+    try:
+        target = _git.resolve_commit(repo, solution)
+    except WorkspaceError as error:
+        if "does not name a commit" not in str(error):
+            raise
+        looks_like_file = "/" in solution or solution.endswith((".patch", ".diff"))
+        hint = "no such patch file, and no commit" if looks_like_file else "no commit"
+        raise WorkspaceError(
+            f"--solution {solution}: {hint} of that name; pass an existing patch file or a "
+            "branch, tag or sha"
+        ) from None
     _git.git(["checkout", "--quiet", "--detach", target], tree)
     return tree
 

@@ -150,7 +150,16 @@ def test_flaky_tests_are_named_with_repeat(repo: Repo, tmp_path: Path) -> None:
     [
         (["--repeat", "0", "--solution", "main"], "--repeat must be at least 1"),
         (["--repeat", "2"], "--repeat needs --solution"),
-        (["--solution", "no-such-branch"], "`no-such-branch` does not name a commit"),
+        (
+            ["--solution", "no-such-branch"],
+            "--solution no-such-branch: no commit of that name; pass an existing patch file "
+            "or a branch, tag or sha",
+        ),
+        (
+            ["--solution", "missing.patch"],
+            "--solution missing.patch: no such patch file, and no commit of that name",
+        ),
+        (["--solution", "/"], "--solution /: not a regular file; pass a patch file"),
     ],
 )
 def test_usage_errors(repo: Repo, args: list[str], message: str) -> None:
