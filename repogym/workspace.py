@@ -9,6 +9,7 @@ makes them show up in ``git diff`` like any other new file.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
@@ -258,6 +259,13 @@ def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
         )
         i += 1
     return changes
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a message shows it: as it is when every character prints, else quoted
+    with escapes (a newline as ``\\n``, an undecodable byte as ``\\udcff``), so that one
+    message stays one line."""
+    return path if path.isprintable() else json.dumps(path)
 
 
 def files_under(directory: Path) -> list[str]:

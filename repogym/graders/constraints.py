@@ -16,7 +16,7 @@ from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.models import GradeComponent, Role
 from repogym.task import TASK_FILE
-from repogym.workspace import Workspace, files_under
+from repogym.workspace import Workspace, files_under, shown_path
 
 # Enough to show what is wrong without turning a report into a dump of the diff.
 MAX_LISTED = 50
@@ -103,7 +103,8 @@ def _protected(workspace: Workspace, hidden_dir: Path | None) -> Iterator[Violat
             reason = "matched by constraints.protected"
         if reason is not None:
             verb = {"A": "added", "D": "deleted"}.get(change.status, "modified")
-            yield {"path": path, "message": f"{path} is protected ({reason}) and was {verb}"}
+            shown = shown_path(path)
+            yield {"path": path, "message": f"{shown} is protected ({reason}) and was {verb}"}
 
 
 def _allowed_files(workspace: Workspace) -> Iterator[Violation]:
@@ -113,7 +114,8 @@ def _allowed_files(workspace: Workspace) -> Iterator[Violation]:
         if not spec.match_file(path):
             yield {
                 "path": path,
-                "message": f"{path} changed but is outside allowed_files ({', '.join(allowed)})",
+                "message": f"{shown_path(path)} changed but is outside allowed_files "
+                f"({', '.join(allowed)})",
             }
 
 
@@ -155,7 +157,7 @@ def _forbidden_patterns(workspace: Workspace) -> Iterator[Violation]:
                     "path": path,
                     "line": line,
                     "pattern": pattern.pattern,
-                    "message": f"{path}:{line}: forbidden pattern {pattern.pattern!r}",
+                    "message": f"{shown_path(path)}:{line}: forbidden pattern {pattern.pattern!r}",
                 }
 
 

@@ -14,7 +14,7 @@ from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.metrics import measure_source
 from repogym.models import GradeComponent, Role
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, shown_path
 
 MAX_LISTED = 100
 
@@ -108,6 +108,6 @@ def _unparsable(path: str, line: int, reason: str) -> dict[str, Any]:
 
 def _message(v: dict[str, Any]) -> str:
     if v["metric"] == "syntax":
-        return f"{v['path']}:{v['line']}: {v['message']}"
-    where = f"{v['path']}:{v['line']}: {v['function']}"
+        return f"{shown_path(v['path'])}:{v['line']}: {v['message']}"
+    where = f"{shown_path(v['path'])}:{v['line']}: {v['function']}"
     return f"{where} has {v['metric']} {v['value']} (limit {v['limit']})"

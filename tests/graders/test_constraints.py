@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -384,6 +385,24 @@ def test_allowed_files(repo: Repo) -> None:
     assert check(component, "protected")["passed"] is True
     assert component.score == 0.5
     assert component.passed is False
+
+
+def test_a_path_that_does_not_print_is_quoted_so_each_message_is_one_line(repo: Repo) -> None:
+    based(repo, task("allowed_files: [src/**]\nforbidden_patterns: [TODO]"), {"src/a.py": ""})
+    odd = "notes\nTODO.txt"
+    repo.write({odd: "TODO\n"})
+    (repo.root / os.fsdecode(b"bad\xff.txt")).write_text("TODO\n")
+    messages = [
+        v["message"]
+        for rule in ("allowed_files", "forbidden_patterns")
+        for v in check(grade(repo), rule)["violations"]
+    ]
+    assert messages == [
+        '"bad\\udcff.txt" changed but is outside allowed_files (src/**)',
+        '"notes\\nTODO.txt" changed but is outside allowed_files (src/**)',
+        "\"bad\\udcff.txt\":1: forbidden pattern 'TODO'",
+        "\"notes\\nTODO.txt\":1: forbidden pattern 'TODO'",
+    ]
 
 
 def test_allowed_files_all_inside_passes(repo: Repo) -> None:
