@@ -22,7 +22,7 @@ from repogym import git as _git
 from repogym.errors import RepogymError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeComponent, GradeResult
-from repogym.runner import CommandResult, Runner
+from repogym.runner import MAX_TIMEOUT, CommandResult, Runner
 from repogym.task import Task, load_task
 from repogym.workspace import Workspace, clone_at, task_at
 
@@ -43,8 +43,15 @@ class RunCommand:
     timeout: float = DEFAULT_TIMEOUT
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.timeout) or self.timeout <= 0:
-            raise ValueError(f"RunCommand timeout {self.timeout!r} must be a positive number")
+        _require(self, "command", str)
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"RunCommand timeout must be a number, not {type(timeout).__name__}")
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+            raise ValueError(
+                f"RunCommand timeout {timeout!r} must be a positive number of seconds, "
+                f"at most {MAX_TIMEOUT:g}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,9 @@ class ReadFile:
     """Read a file of the workspace (UTF-8, undecodable bytes replaced)."""
 
     path: str
+
+    def __post_init__(self) -> None:
+        _require(self, "path", str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +71,29 @@ class WriteFile:
     path: str
     content: str | bytes
 
+    def __post_init__(self) -> None:
+        _require(self, "path", str)
+        _require(self, "content", (str, bytes))
+
 
 @dataclass(frozen=True, slots=True)
 class ApplyPatch:
     """Apply a unified diff (``a/`` and ``b/`` prefixes) with ``git apply``."""
 
     patch: str
+
+    def __post_init__(self) -> None:
+        _require(self, "patch", str)
+
+
+def _require(action: object, field: str, kinds: type | tuple[type, ...]) -> None:
+    """A TypeError naming the action, the field and what it takes, when it is not that."""
+    value = getattr(action, field)
+    if not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+        raise TypeError(
+            f"{type(action).__name__} {field} must be {names}, not {type(value).__name__}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import itertools
+import math
 import os
 import select
 import signal
@@ -48,6 +49,7 @@ SAFE_VARIABLES = (
     "SHELL",
 )
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
+MAX_TIMEOUT = 7 * 86400.0  # seconds: longer ones are a mistake (and overflow the clocks)
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -105,7 +107,14 @@ class Runner:
         timeout: float,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist."""
+        """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist.
+
+        ``timeout`` is in seconds: finite, positive and at most ``MAX_TIMEOUT``.
+        """
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+            raise ValueError(
+                f"timeout {timeout!r} must be a positive number of seconds, at most {MAX_TIMEOUT:g}"
+            )
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
         with tempfile.TemporaryDirectory(prefix="repogym-pycache-") as pycache:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import hashlib
+import math
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -335,6 +336,27 @@ def test_actions_are_frozen_values() -> None:
     assert WriteFile("a", "b") == WriteFile("a", "b")
     with pytest.raises(ValueError, match="timeout"):
         RunCommand("ls", timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: RunCommand(None), TypeError, "RunCommand command must be str, not NoneType"),
+        (lambda: RunCommand("ls", timeout="5"), TypeError, "RunCommand timeout must be a number"),
+        (lambda: RunCommand("ls", timeout=1e20), ValueError, "at most 604800"),
+        (lambda: RunCommand("ls", timeout=math.inf), ValueError, "at most 604800"),
+        (lambda: ReadFile(b"a"), TypeError, "ReadFile path must be str, not bytes"),
+        (lambda: WriteFile("a", 123), TypeError, "WriteFile content must be str or bytes, not int"),
+        (lambda: ApplyPatch(None), TypeError, "ApplyPatch patch must be str, not NoneType"),
+    ],
+)
+def test_actions_of_the_wrong_type_say_which_field(
+    make: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        make()
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_bad_constructor_arguments(bugfix: Path, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -87,3 +88,11 @@ def test_no_stdin(tmp_path: Path) -> None:
 def test_other_users_are_not_supported_yet(tmp_path: Path) -> None:
     with pytest.raises(NotImplementedError):
         Runner(user="nobody").run("true", tmp_path, timeout=10)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan, 1e20])
+def test_a_timeout_that_is_not_a_sane_number_of_seconds_is_refused(
+    tmp_path: Path, timeout: float
+) -> None:
+    with pytest.raises(ValueError, match="must be a positive number of seconds, at most 604800"):
+        Runner().run("true", tmp_path, timeout=timeout)
