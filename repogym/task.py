@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,9 +27,20 @@ from pydantic import (
 )
 
 from repogym.errors import TaskError
-from repogym.globs import compile_globs
 from repogym.models import Role
-from repogym.task_errors import describe, yaml_positions
+from repogym.task_errors import schema_lines, where
+from repogym.task_values import (
+    Fraction,
+    NoiseFloor,
+    Seconds,
+    Speedup,
+    Weight,
+    check_globs,
+    check_grader_reference,
+    check_regexes,
+    check_relative,
+)
+from repogym.task_yaml import load_yaml
 
 TASK_FILE = ".repogym.yml"
 TaskType = Literal["bugfix", "feature", "perf", "refactor"]
@@ -45,37 +56,6 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-def _check_relative(value: str, what: str) -> str:
-    parts = value.split("/")
-    if not value or value.startswith("/") or "\\" in value or {"..", ".", ""} & set(parts):
-        raise ValueError(
-            f"{what} {value!r} must be a relative POSIX path from the repository root, "
-            "without `./`, `..`, `\\`, `//` or a leading `/`"
-        )
-    return value
-
-
-def _check_globs(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    for glob in values or ():
-        # `!` negates and a trailing `/` means "a directory": both gitignore syntax.
-        if glob.lstrip("!"):
-            _check_relative(glob.lstrip("!").removesuffix("/"), "glob")
-    compile_globs(values or ())
-    return values
-
-
-def _check_regexes(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    for pattern in values or ():
-        try:
-            re.compile(pattern, re.MULTILINE)
-        except re.error as error:
-            raise ValueError(
-                f"regex {pattern!r} does not compile: {error}; escape special characters "
-                "with a backslash (quote the YAML string with single quotes)"
-            ) from None
-    return values
-
-
 class TestsConfig(_Section):
     """``tests:``: the command that runs the tests and the ids that must pass."""
 
@@ -83,7 +63,7 @@ class TestsConfig(_Section):
     fail_to_pass: StrList = ()
     pass_to_pass: StrList = ()
     hidden: str | None = None
-    timeout: float = Field(default=900, gt=0)
+    timeout: Seconds = 900
     partial_credit: bool = True
     require_all_pass_to_pass: bool = False
 
@@ -102,8 +82,8 @@ class TestsConfig(_Section):
     def _ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
         for test_id in ids:
             if not test_id.strip():
-                raise ValueError("a test id is empty")
-            _check_relative(test_id.split("::", 1)[0], "the file of test id")
+                raise ValueError("a test id is empty; remove it or write the id")
+            check_relative(test_id.split("::", 1)[0], "the file of test id")
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"test id {duplicates[0]!r} is listed twice")
@@ -112,7 +92,7 @@ class TestsConfig(_Section):
     @field_validator("hidden")
     @classmethod
     def _hidden(cls, hidden: str | None) -> str | None:
-        return None if hidden is None else _check_relative(hidden.rstrip("/"), "directory")
+        return None if hidden is None else check_relative(hidden.rstrip("/"), "directory")
 
     @model_validator(mode="after")
     def _some_ids(self) -> TestsConfig:
@@ -139,11 +119,11 @@ class PerfConfig(_Section):
 
     command: str = Field(min_length=1)
     timing: Timing = "wall"
-    runs: int = Field(default=5, ge=1)
-    warmup: int = Field(default=1, ge=0)
-    noise_floor: float = Field(default=1.15, ge=1)
-    min_speedup: float
-    timeout: float = Field(default=900, gt=0)
+    runs: int = Field(default=5, ge=1, le=1000)
+    warmup: int = Field(default=1, ge=0, le=100)
+    noise_floor: NoiseFloor = 1.15
+    min_speedup: Speedup
+    timeout: Seconds = 900
 
     @model_validator(mode="after")
     def _above_noise(self) -> PerfConfig:
@@ -168,8 +148,8 @@ class ConstraintsConfig(_Section):
     max_function_length: int | None = Field(default=None, ge=1)
     max_cyclomatic_complexity: int | None = Field(default=None, ge=1)
 
-    _globs = field_validator("protected", "allowed_files", "paths")(_check_globs)
-    _regexes = field_validator("forbidden_patterns", "required_patterns")(_check_regexes)
+    _globs = field_validator("protected", "allowed_files", "paths")(check_globs)
+    _regexes = field_validator("forbidden_patterns", "required_patterns")(check_regexes)
 
     def has_quality_limits(self) -> bool:
         return self.max_function_length is not None or self.max_cyclomatic_complexity is not None
@@ -178,13 +158,28 @@ class ConstraintsConfig(_Section):
 class CustomGrader(_Section):
     """One entry of ``grading.graders``: ``module:Class``, optionally with a role."""
 
-    grader: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    grader: str
     role: Role = Role.OBJECTIVE
+    _line: int = PrivateAttr(default=0)
+
+    @property
+    def line(self) -> int:
+        """The line of this entry in the task file, for messages; 0 when unknown."""
+        return self._line
 
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
-        return {"grader": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"grader": value}
+        if not isinstance(value, dict):
+            raise ValueError(
+                "a custom grader is `module:Class`, or a mapping such as "
+                "`{grader: module:Class, role: gate}`"
+            )
+        return value
+
+    _reference = field_validator("grader")(check_grader_reference)
 
     @field_validator("role", mode="before")
     @classmethod
@@ -197,20 +192,9 @@ class CustomGrader(_Section):
 class GradingConfig(_Section):
     """``grading:``: weights of objectives, the pass threshold, custom graders."""
 
-    weights: dict[str, float] = Field(default_factory=dict)
-    pass_threshold: float = Field(default=0.0, ge=0, le=1)
+    weights: dict[str, Weight] = Field(default_factory=dict)
+    pass_threshold: Fraction = 0.0
     graders: Annotated[tuple[CustomGrader, ...], Strict(False)] = ()
-
-    @field_validator("weights")
-    @classmethod
-    def _positive(cls, weights: dict[str, float]) -> dict[str, float]:
-        for name, weight in weights.items():
-            if not weight > 0 or weight == float("inf"):
-                raise ValueError(
-                    f"weight of {name!r} ({weight:g}) must be a positive number; "
-                    "remove the grader's section to stop grading it"
-                )
-        return weights
 
 
 class Task(_Section):
@@ -231,7 +215,10 @@ class Task(_Section):
     def _variable_names(cls, names: Any) -> Any:
         for name in names:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
+                raise ValueError(
+                    f"{name!r} is not an environment variable name: use letters, digits "
+                    "and `_`, not starting with a digit"
+                )
         return names
 
     _source: str = PrivateAttr(default=TASK_FILE)
@@ -307,70 +294,48 @@ def _cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
 
 def parse_task(text: bytes | str, source: str = TASK_FILE) -> Task:
     """Parse and validate the bytes of a task file; ``source`` names it in errors."""
-    raw = text.encode() if isinstance(text, str) else text
-    try:
-        positions = yaml_positions(raw)
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark else source
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise TaskError(f"{where}: not valid YAML: {problem}; fix the syntax there") from None
-    except TaskError as error:
-        raise TaskError(*(f"{source}{line}" for line in error.lines)) from None
+    if not isinstance(text, (bytes, str)):
+        raise TypeError(
+            f"parse_task() takes the task file's contents as str or bytes, "
+            f"not {type(text).__name__}; use load_task() for a path"
+        )
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    data, positions = load_yaml(raw, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else "a single value"
         raise TaskError(
-            f"{source}: the task file must be a mapping of keys such as `version` and `type`, "
-            f"not a {type(data).__name__}"
+            f"{source}: the task file must be a mapping of keys such as `version: 1` and "
+            f"`type: bugfix`, one per line, not {kind}"
         )
     try:
         task = Task.model_validate(data)
     except ValidationError as error:
-        raise TaskError(*_lines(error, source, positions)) from None
+        raise TaskError(*schema_lines(error, source, positions, Task)) from None
     problems = [
-        f"{_where(source, loc, positions)}: {'`' + '.'.join(loc) + '`: ' if loc else ''}{message}"
+        f"{where(source, loc, positions)}: {'`' + '.'.join(loc) + '`: ' if loc else ''}{message}"
         for loc, message in _cross_checks(task)
     ]
     if problems:
         raise TaskError(*problems)
     task._source = source
     task._sha256 = hashlib.sha256(raw).hexdigest()
+    for index, grader in enumerate(task.grading.graders):
+        grader._line = positions.get(("grading", "graders", str(index)), 0)
     return task
 
 
-def load_task(path: Path) -> Task:
+def load_task(path: str | os.PathLike[str]) -> Task:
     """Read and validate the task file at ``path``."""
+    path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise TaskError(f"{path}: cannot read the task file: {error.strerror}") from None
+        raise TaskError(
+            f"{path}: cannot read the task file: {error.strerror or error}; "
+            "check the path and its permissions"
+        ) from None
+    except ValueError:  # a NUL byte, which no path can hold
+        raise TaskError(f"{str(path)!r}: not a path: it holds a NUL byte; check it") from None
     return parse_task(raw, str(path))
-
-
-def _lines(error: ValidationError, source: str, positions: dict[tuple[str, ...], int]) -> list[str]:
-    """One line per schema error, in the order of the file."""
-    found = []
-    for item in error.errors(include_url=False):
-        loc = tuple(str(part) for part in item["loc"])
-        found.append(
-            (
-                _line(loc, positions),
-                f"{_where(source, loc, positions)}: {describe(item, loc, Task)}",
-            )
-        )
-    return [line for _, line in sorted(found, key=lambda pair: pair[0])]
-
-
-def _line(loc: tuple[str, ...], positions: dict[tuple[str, ...], int]) -> int:
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in positions:
-            return positions[loc[:end]]
-    return 0
-
-
-def _where(source: str, loc: tuple[str, ...], positions: dict[tuple[str, ...], int]) -> str:
-    """``file:line`` of the key ``loc``, or of the nearest enclosing key that has one."""
-    line = _line(loc, positions)
-    return f"{source}:{line}" if line else source

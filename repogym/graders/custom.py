@@ -24,7 +24,8 @@ def load_custom_grader(
 ) -> Grader:
     """Import and instantiate ``spec.grader`` with the role the task declares."""
     module_name, class_name = spec.grader.split(":")
-    where = f"{source}: `grading.graders`: {spec.grader}"
+    at = f"{source}:{spec.line}" if spec.line else source
+    where = f"{at}: `grading.graders`: {spec.grader}"
     with _import_path(baseline, submission):
         try:
             module = importlib.import_module(module_name)
