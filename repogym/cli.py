@@ -1,23 +1,55 @@
-"""The ``repogym`` command: ``grade``, ``metrics``, ``demo``.
+"""The ``repogym`` command: ``grade``, ``validate``, ``metrics``, ``demo``.
 
 Exit codes: 0 passed (or done), 1 graded and not passed, 2 a usage, task or workspace
-error, printed as one line per problem and never as a traceback.
+error, printed as one line per problem and never as a traceback. A signal stops the
+command with 128 + its number, 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP,
+after every ``finally`` has run: the work tree holds the submission's files again, the
+commands it started are killed and its temporary files removed. A closed stdout (``| head``)
+stops it quietly with 141, as SIGPIPE would.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from types import FrameType
+from typing import Any, NamedTuple, NoReturn
 
 from repogym import __version__
 from repogym import git as _git
 from repogym.errors import RepogymError, UsageError, WorkspaceError
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_SIGNAL = 128  # plus the signal's number
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C raises KeyboardInterrupt,
+    so that every ``finally`` runs on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Output(NamedTuple):
+    option: str
+    example: str  # a file name to suggest in errors
+    label: str  # how the line that says where it went begins
+
+
+_OUTPUTS = {
+    "json": _Output("--json", "report.json", "JSON report"),
+    "markdown": _Output("--markdown", "summary.md", "Markdown summary"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--task", metavar="FILE", type=Path, help="task file to use instead of .repogym.yml at REF"
     )
-    grade.add_argument("--json", metavar="OUT", type=Path, help="write the JSON report here")
-    grade.add_argument("--markdown", metavar="OUT", type=Path, help="write a Markdown summary here")
+    # Strings, not Paths: Path("") is ".", and an empty --json must be named as such.
+    grade.add_argument("--json", metavar="OUT", help="write the JSON report here")
+    grade.add_argument("--markdown", metavar="OUT", help="write a Markdown summary here")
     grade.add_argument(
         "-C",
         dest="directory",
@@ -85,6 +118,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; the exit code. Signal handlers and the streams' error handling
+    are changed while it runs and put back afterwards (tests call it in-process)."""
+    with _signals_interrupt(), _lenient_streams():
+        try:
+            try:
+                return run_command(argv)
+            except KeyboardInterrupt as error:  # Interrupted included
+                signum: int = error.signum if isinstance(error, Interrupted) else signal.SIGINT
+                name = signal.Signals(signum).name
+                print(
+                    f"repogym: interrupted by {name}: stopped early, with the work tree as "
+                    "it was and temporary files removed",
+                    file=sys.stderr,
+                )
+                return EXIT_SIGNAL + signum
+            finally:
+                # --help and --version included: a closed pipe must show here, where it
+                # is caught, not in the interpreter's last flush.
+                sys.stdout.flush()
+        except BrokenPipeError:
+            # Whoever reads stdout is gone (`repogym metrics . | head -1`): stop quietly.
+            _discard_stdout()
+            return EXIT_SIGNAL + signal.SIGPIPE
+
+
+def run_command(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; errors are printed as one line each (exit 2).
+
+    Interrupts and a closed stdout are left to :func:`main`, so a caller that runs
+    several commands (``repogym demo``) stops at the first.
+    """
     try:
         args = build_parser().parse_args(argv)
         if args.command == "grade":
@@ -100,9 +164,66 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error.lines:
             print(f"repogym: error: {line}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("repogym: interrupted", file=sys.stderr)
-        return 130
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Make SIGTERM (a CI job cancelled) and SIGHUP (a closed terminal) raise
+    :class:`Interrupted`, then put the previous handlers back.
+
+    A signal that is ignored when we start (``nohup``) stays ignored, as Python leaves
+    SIGINT. Only the first raises: a second must not cut short the cleanup of the first.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers
+        return
+    raised = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise Interrupted(signum)
+
+    previous: list[tuple[signal.Signals, Any]] = []
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            previous.append((signum, signal.signal(signum, handler)))
+    try:
+        yield
+    finally:
+        for signum, old in previous:
+            # None: a handler not set from Python, which cannot be put back; the default.
+            signal.signal(signum, signal.SIG_DFL if old is None else old)
+
+
+@contextlib.contextmanager
+def _lenient_streams() -> Iterator[None]:
+    """Make stdout and stderr write what their encoding cannot (undecodable bytes of a
+    file name, held as lone surrogates) as backslash escapes instead of failing; then
+    put their error handling back."""
+    changed: list[tuple[io.TextIOWrapper, str | None]] = []
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors != "backslashreplace":
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors="backslashreplace")
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            with contextlib.suppress(OSError, ValueError):  # reconfigure flushes; may be closed
+                stream.reconfigure(errors=errors)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered, flushed at exit, goes
+    nowhere instead of failing again on the closed pipe."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
 def default_base(repo: Path) -> str:
@@ -125,26 +246,46 @@ def default_base(repo: Path) -> str:
 
 def _grade(args: argparse.Namespace) -> int:
     from repogym.graders import CompositeGrader
-    from repogym.report import markdown, report_dict, text_table, to_json, write_atomic
+    from repogym.report import markdown, report_dict, text_table, to_json, write_outputs
     from repogym.workspace import Workspace, task_at
 
+    outputs = _output_paths(args)  # before grading, which may take minutes
     repo = _git.toplevel(args.directory.resolve())
     ref = args.base or default_base(repo)
     ref_sha = _git.resolve_commit(repo, ref)
     head = _git.resolve_commit(repo, "HEAD")
-    merge_base = _git.git(["merge-base", ref_sha, head], repo).decode().strip()
+    merge_base = _git.merge_base(repo, ref, ref_sha, head)
     task = args.task if args.task else task_at(repo, ref_sha, ref)
     workspace = Workspace.open(repo, base=merge_base, task=task)
     workspace.base_ref = ref
     result = CompositeGrader.for_workspace(workspace).grade_result(workspace)
+    texts = {
+        "json": lambda: to_json(report_dict(result, workspace)),
+        "markdown": lambda: markdown(result),
+    }
+    # Every output is rendered, then all are written, before anything is printed: a
+    # closed stdout must not cost the reports, nor a bad path the table.
+    problem = write_outputs([(_OUTPUTS[key].option, path, texts[key]()) for key, path in outputs])
     print(text_table(result), end="")
-    if args.json:
-        write_atomic(args.json, to_json(report_dict(result, workspace)))
-        print(f"JSON report: {args.json}")
-    if args.markdown:
-        write_atomic(args.markdown, markdown(result))
-        print(f"Markdown summary: {args.markdown}")
+    if problem is not None:
+        raise UsageError(problem)
+    for key, path in outputs:
+        print(f"{_OUTPUTS[key].label}: {path}")
     return EXIT_PASSED if result.passed else EXIT_FAILED
+
+
+def _output_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The outputs asked for, as (key, path); a UsageError naming each that could not
+    be written, and how to fix it."""
+    from repogym.report import output_problems
+
+    outputs = [(key, getattr(args, key)) for key in _OUTPUTS if getattr(args, key) is not None]
+    problems = output_problems(
+        [(_OUTPUTS[k].option, path, _OUTPUTS[k].example) for k, path in outputs]
+    )
+    if problems:
+        raise UsageError(*problems)
+    return outputs
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -185,10 +326,13 @@ def _metrics(args: argparse.Namespace) -> int:
     for file in files:
         try:
             functions = measure_file(file, file.as_posix())
-        except SyntaxError as error:
-            print(
-                f"repogym: {file}:{error.lineno or 1}: does not parse: {error.msg}", file=sys.stderr
+        except (SyntaxError, RecursionError, MemoryError) as error:
+            line, reason = (
+                (error.lineno or 1, error.msg)
+                if isinstance(error, SyntaxError)
+                else (1, "too deeply nested for Python's parser")  # as the quality grader says
             )
+            print(f"repogym: {file}:{line}: does not parse: {reason}", file=sys.stderr)
             problems += 1
             continue
         except OSError as error:

@@ -48,8 +48,12 @@ def build_example_repo(name: str, dest: Path, *, solution: bool = True) -> Path:
 
 
 def run_demo(*, keep: bool = False) -> int:
-    """Grade every example's reference solution; the worst exit code of them."""
-    from repogym.cli import main
+    """Grade every example's reference solution; the worst exit code of them.
+
+    An interrupt (Ctrl-C, SIGTERM) stops the whole demo, not just the example being
+    graded: it propagates to :func:`repogym.cli.main`, which reports it.
+    """
+    from repogym.cli import run_command
 
     root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
     worst = 0
@@ -58,16 +62,16 @@ def run_demo(*, keep: bool = False) -> int:
             repo = build_example_repo(name, root / name)
             report = root / f"{name}.json"
             print(f"== {name}: grading branch `submission` of {repo} against `main`")
-            worst = max(
-                worst, main(["grade", "-C", str(repo), "--base", "main", "--json", str(report)])
-            )
+            grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
+            worst = max(worst, run_command(grade))
             print()
     finally:
         if keep:
             print(f"The repositories and JSON reports are in {root}")
         else:
-            for name in example_names():
-                shutil.rmtree(root / name, ignore_errors=True)
+            for repo in root.iterdir():
+                if repo.is_dir():
+                    shutil.rmtree(repo, ignore_errors=True)
             print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
     return worst
 

@@ -6,11 +6,17 @@ a key is renamed or removed.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from repogym import __version__
 from repogym.models import GradeResult
@@ -38,16 +44,223 @@ def report_dict(result: GradeResult, workspace: Workspace) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write ``text`` so that ``path`` is either the old file or the whole new one
+    (see :class:`PendingWrite` for symlinks, FIFOs, devices, modes and encoding)."""
+    pending = PendingWrite(path, text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        Path(tmp).replace(path)
+        pending.commit()
+    finally:
+        pending.discard()
+
+
+class PendingWrite:
+    """New contents for ``path``, written out in full before anything at ``path`` changes.
+
+    A regular file, or a path that does not exist yet, is replaced atomically: the text
+    goes to a temporary file beside it, flushed to disk, which :meth:`commit` renames over
+    it, so the path holds either the old file or the whole new one. Missing parent
+    directories are created. A symlink is followed: its target is replaced, the link
+    stays. A path that exists and is not a regular file (a FIFO, a device such as
+    ``/dev/null``) is written to directly by :meth:`commit`, never replaced; so is this
+    process's own stdout or stderr (``/dev/stdout``), through its stream, so that what is
+    printed and what is written stay in order.
+
+    A new file gets mode ``0o666`` less the umask, as ``open()`` gives it; a replaced
+    file keeps its mode, and its owner and group where we may set them.
+
+    The text is encoded as UTF-8, and what UTF-8 cannot encode (the lone surrogates that
+    stand for undecodable bytes in file names) as backslash escapes: ``\\udcff``, which
+    inside a JSON string is JSON's own escape for that character.
+
+    Raises:
+        OSError: the path is a directory, or the temporary file cannot be written.
+    """
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self._data = text.encode("utf-8", "backslashreplace")
+        self._stream = _own_stream(path)
+        self._target: Path | None = None  # the file to rename over; None: write directly
+        self._temp: Path | None = None
+        if self._stream is not None:
+            return
+        try:
+            existing: os.stat_result | None = path.stat()
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and stat.S_ISDIR(existing.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            return
+        target = Path(os.path.realpath(path))
+        if existing is not None and not os.path.samestat(existing, target.stat()):
+            return  # a link only the kernel can follow, such as /proc/self/fd/1
+        self._target = target
+        self._temp = _write_beside(target, self._data, existing)
+
+    @property
+    def replaces(self) -> bool:
+        """Whether :meth:`commit` renames a file into place (else it writes directly)."""
+        return self._target is not None
+
+    def commit(self) -> None:
+        """Put the new contents in place; call it once."""
+        if self._stream is not None:
+            self._stream.flush()
+            self._stream.buffer.write(self._data)
+            self._stream.buffer.flush()
+        elif self._target is None:
+            with self.path.open("wb") as handle:
+                handle.write(self._data)
+        elif self._temp is not None:
+            self._temp.replace(self._target)
+            self._temp = None
+
+    def discard(self) -> None:
+        """Remove the temporary file unless :meth:`commit` used it; safe to call again."""
+        if self._temp is not None:
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+
+
+def _own_stream(path: Path) -> TextIO | None:
+    """``sys.stdout`` or ``sys.stderr`` if ``path`` is the very file it writes to."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if os.path.samestat(status, os.fstat(stream.fileno())):
+                return stream
+        except (OSError, ValueError, AttributeError):  # no file behind it (pytest's capture)
+            continue
+    return None
+
+
+def _write_beside(target: Path, data: bytes, existing: os.stat_result | None) -> Path:
+    """A new file next to ``target`` holding ``data`` on disk, with the mode (and owner)
+    ``target`` is to have."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # mkstemp would give 0o600; 0o666 lets the umask decide, as for any new file.
+    fd, temp = _create_beside(target, 0o600 if existing is not None else 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if existing is not None:
+                with contextlib.suppress(OSError):  # only root may give a file away
+                    os.fchown(handle.fileno(), existing.st_uid, existing.st_gid)
+                os.fchmod(handle.fileno(), stat.S_IMODE(existing.st_mode))
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
+    return temp
+
+
+def _create_beside(target: Path, mode: int) -> tuple[int, Path]:
+    for _ in range(100):
+        # A name as long as the longest allowed still leaves room for the suffix.
+        temp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}")
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target.parent))
+
+
+def output_problems(outputs: Sequence[tuple[str, str, str]]) -> list[str]:
+    """One line for each (name, path, example) whose path could not be written, naming
+    the output (an option such as ``--json``) and the path, and how to fix it.
+
+    Cheap, so that callers check before long work rather than fail after it.
+    ``example`` is a file name to suggest, such as ``report.json``.
+    """
+    problems = []
+    seen: dict[str, str] = {}
+    for name, text, example in outputs:
+        problem = _output_problem(text, example)
+        real = os.path.realpath(text) if text else ""
+        if problem is None and real in seen and not _is_special(real):
+            problem = f"is also the {seen[real]} path; give each output a file of its own"
+        seen.setdefault(real, name)
+        if problem is not None:
+            problems.append(f"{name} {text or repr(text)}: {problem}")
+    return problems
+
+
+def _output_problem(text: str, example: str) -> str | None:
+    """Why a file could not be written at ``text`` (as typed), and how to fix it: it must
+    not be empty nor a directory, and the nearest directory on its way that exists must
+    be one we may create files in (missing ones are created by :class:`PendingWrite`)."""
+    if not text:
+        return f"the path is empty; name a file, such as {example}"
+    path = Path(text)
+    try:
+        existing: os.stat_result | None = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        existing = None
+    except OSError as error:
+        return f"cannot be used ({error.strerror}); choose another path"
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        return f"is a directory; name a file in it, such as {path / example}"
+    if text.endswith("/"):
+        return f"ends with / (a directory); name a file, such as {path / example}"
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        if os.access(path, os.W_OK):
+            return None
+        return "cannot be written (permission denied); choose a path you may write to"
+    start = Path(os.path.realpath(path)) if path.is_symlink() else path
+    for directory in start.parents:
+        try:
+            status = directory.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as error:
+            return f"{directory} cannot be used ({error.strerror}); choose another path"
+        if not stat.S_ISDIR(status.st_mode):
+            return f"{directory} is not a directory; choose a path in a directory"
+        if not os.access(directory, os.W_OK | os.X_OK):
+            return (
+                f"cannot create files in {directory} (permission denied); "
+                "choose a directory you may write to"
+            )
+        return None
+    return None
+
+
+def _is_special(path: str) -> bool:
+    """Whether ``path`` exists and is not a regular file (a FIFO, ``/dev/null``...)."""
+    return Path(path).exists() and not Path(path).is_file()
+
+
+def write_outputs(outputs: Sequence[tuple[str, str, str]]) -> str | None:
+    """Write each (name, path, text); or one line naming the output that could not be
+    written and why.
+
+    Every text first goes to a temporary file beside its path; only then is anything put
+    in place: direct writes first (FIFOs, devices, our own stdout), since they may fail
+    (a full device), renames last, since they do not. So a failure leaves every regular
+    file as it was.
+    """
+    pending: list[tuple[str, str, PendingWrite]] = []
+    current = ("", "")  # the output being written
+    try:
+        for name, path, text in outputs:
+            current = (name, path)
+            pending.append((name, path, PendingWrite(Path(path), text)))
+        for name, path, write in sorted(pending, key=lambda item: item[2].replaces):
+            current = (name, path)
+            write.commit()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        name, path = current
+        return f"{name} {path}: could not write it ({reason}); choose another path and run again"
+    finally:
+        for _, _, write in pending:
+            write.discard()
+    return None
 
 
 def to_json(data: dict[str, Any]) -> str:
@@ -77,7 +290,7 @@ def text_table(result: GradeResult) -> str:
         for message in c.messages:
             lines.append(f"{c.name}: {message}")
     lines.append(result.summary())
-    return "\n".join(lines) + "\n"
+    return show_undecodable("\n".join(lines) + "\n")
 
 
 def markdown(result: GradeResult) -> str:
@@ -96,8 +309,23 @@ def markdown(result: GradeResult) -> str:
         if c.messages:
             lines += ["", f"**{c.name}**", ""] + [f"- {_md_escape(m)}" for m in c.messages]
     lines += ["", f"`{result.summary()}`", ""]
-    return "\n".join(lines)
+    return show_undecodable("\n".join(lines))
 
 
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;")
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def show_undecodable(text: str) -> str:
+    """``text`` with every undecodable byte of a file name, which git's names decoded with
+    ``surrogateescape`` hold as a lone surrogate, written as a ``\\xff`` escape, so
+    that the text can be encoded as UTF-8."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
+from repogym.graders.swap import TreeSwap
 from repogym.junit import Outcome
 from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
@@ -402,3 +404,23 @@ def test_a_restored_test_file_keeps_its_mode(repo: Repo) -> None:
     assert (repo.root / "t.sh").read_text().endswith("# mine\n")
     assert (repo.root / "t.sh").stat().st_mode & 0o777 == 0o644
     assert not (repo.root / "tests/link.sh").is_symlink()
+
+
+def test_an_interrupt_while_the_tree_is_put_back_waits_until_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, hidden = tmp_path / "tree", tmp_path / "hidden"
+    for root, text in ((tree, "the submission's"), (hidden, "injected")):
+        (root / "tests").mkdir(parents=True)
+        (root / "tests/test_a.py").write_text(text)
+    put_back = TreeSwap._put_back
+
+    def interrupted(swap: TreeSwap) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # without holding, KeyboardInterrupt lands here
+        put_back(swap)
+
+    monkeypatch.setattr(TreeSwap, "_put_back", interrupted)
+    with pytest.raises(KeyboardInterrupt), TreeSwap(tree) as swap:
+        swap.inject(hidden, ["tests/test_a.py"])
+        assert (tree / "tests/test_a.py").read_text() == "injected"
+    assert (tree / "tests/test_a.py").read_text() == "the submission's"
