@@ -9,6 +9,7 @@ Spec, "Objectives and gates"::
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -65,7 +66,7 @@ class CompositeGrader:
         *,
         baseline: Path | None = None,
         submission: Path | None = None,
-        hidden: Path | None = None,
+        hidden: str | os.PathLike[str] | None = None,
     ) -> CompositeGrader:
         """The task's own graders in the spec's order: constraints, tests, quality, perf,
         then the custom graders of ``grading.graders``, imported from the ``baseline``

@@ -7,6 +7,7 @@ protected test files is on record before the TestGrader restores them.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,9 +33,11 @@ class ConstraintGrader(Grader):
     name = "constraints"
     role = Role.GATE
 
-    def __init__(self, *, role: Role | str | None = None, hidden: Path | None = None) -> None:
+    def __init__(
+        self, *, role: Role | str | None = None, hidden: str | os.PathLike[str] | None = None
+    ) -> None:
         super().__init__(role=role)
-        self.hidden = hidden
+        self.hidden = None if hidden is None else Path(hidden)
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         rules: list[tuple[str, Callable[[Workspace], Iterator[Violation]]]] = [

@@ -15,6 +15,7 @@ Afterwards the tree holds the submission's files again, byte for byte.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -46,11 +47,11 @@ class TestGrader(Grader):
         self,
         *,
         role: Role | str | None = None,
-        hidden: Path | None = None,
+        hidden: str | os.PathLike[str] | None = None,
         runner: Runner | None = None,
     ) -> None:
         super().__init__(role=role)
-        self.hidden = hidden
+        self.hidden = None if hidden is None else Path(hidden)
         self.runner = runner
 
     def default_role(self, workspace: Workspace) -> Role:

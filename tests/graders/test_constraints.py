@@ -805,3 +805,4 @@ def test_hidden_tests_from_elsewhere_are_protected_where_injected(
     ]
     graders = CompositeGrader.from_task(workspace.task, hidden=hidden).graders
     assert [getattr(g, "hidden", None) for g in graders] == [hidden, None]
+    assert ConstraintGrader(hidden=str(hidden)).grade(workspace).details == component.details

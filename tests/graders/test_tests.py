@@ -183,6 +183,8 @@ def test_hidden_tests_from_the_caller(project: Repo, tmp_path: Path) -> None:
     project.write({"src/calc.py": FIXED})
     component = grade(project, hidden=tmp_path / "hidden")
     assert component.details["reports_tests"] == 5  # 4 of the repository + 1 hidden
+    as_text = grade(project, hidden=str(tmp_path / "hidden"))  # a str path works alike
+    assert as_text.details["reports_tests"] == 5
 
 
 def test_a_timeout_scores_zero(project: Repo) -> None:
