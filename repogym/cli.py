@@ -168,8 +168,8 @@ def run_command(argv: Sequence[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
-    """Make SIGTERM (a CI job cancelled) and SIGHUP (a closed terminal) raise
-    :class:`Interrupted`, then put the previous handlers back.
+    """Make SIGTERM (a CI job cancelled), SIGHUP (a closed terminal) and SIGINT (Ctrl-C)
+    raise :class:`Interrupted`, then put the previous handlers back.
 
     A signal that is ignored when we start (``nohup``) stays ignored, as Python leaves
     SIGINT. Only the first raises: a second must not cut short the cleanup of the first.
@@ -189,6 +189,9 @@ def _signals_interrupt() -> Iterator[None]:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is not signal.SIG_IGN:
             previous.append((signum, signal.signal(signum, handler)))
+    # Ctrl-C too, unless someone else handles it: once only, like the others.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous.append((signal.SIGINT, signal.signal(signal.SIGINT, handler)))
     try:
         yield
     finally:

@@ -8,7 +8,6 @@ patches that do not apply are error observations; stepping out of order raises
 
 from __future__ import annotations
 
-import math
 import shlex
 import shutil
 import tempfile
@@ -22,7 +21,7 @@ from repogym import git as _git
 from repogym.errors import RepogymError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeComponent, GradeResult
-from repogym.runner import MAX_TIMEOUT, CommandResult, Runner
+from repogym.runner import CommandResult, Runner, check_timeout
 from repogym.task import Task, load_task
 from repogym.workspace import Workspace, clone_at, task_at
 
@@ -47,11 +46,7 @@ class RunCommand:
         timeout = self.timeout
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise TypeError(f"RunCommand timeout must be a number, not {type(timeout).__name__}")
-        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
-            raise ValueError(
-                f"RunCommand timeout {timeout!r} must be a positive number of seconds, "
-                f"at most {MAX_TIMEOUT:g}"
-            )
+        check_timeout(timeout, "RunCommand timeout")
 
 
 @dataclass(frozen=True, slots=True)

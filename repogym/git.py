@@ -86,17 +86,26 @@ def toplevel(path: Path) -> Path:
     return Path(out.decode().strip())
 
 
+class UnknownRef(WorkspaceError):
+    """A name that no commit answers to."""
+
+
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full sha of the commit ``ref`` names; a name that two refs share (a branch
     and a tag called ``main``) is an error, not git's silent pick."""
     done = _run(["rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}"], repo)
     if done.returncode != 0:
-        raise WorkspaceError(
+        raise UnknownRef(
             f"{repo}: `{ref}` does not name a commit; check the branch, tag or sha "
             "(fetch it first if it exists only on a remote)"
         )
     if b"is ambiguous" in done.stderr:
-        names = ambiguous_refs(repo, ref) or [f"refs/heads/{ref}", f"refs/tags/{ref}"]
+        names = _ambiguous_refs(repo, ref)
+        if not names:  # a name that is also the start of some object's sha
+            raise WorkspaceError(
+                f"{repo}: git finds `{ref}` ambiguous; pass the full name of the ref you "
+                "mean (refs/heads/..., refs/tags/...) or a full sha"
+            )
         branch = f"refs/heads/{ref}"
         raise WorkspaceError(
             f"{repo}: `{ref}` is ambiguous: it names {' and '.join(names)}; pass the full "
@@ -111,6 +120,8 @@ def merge_base(repo: Path, ref: str, ref_sha: str, head: str) -> str:
     done = _run(["merge-base", ref_sha, head], repo)
     if done.returncode == 0:
         return done.stdout.decode().strip()
+    if done.returncode != 1:  # not "none found": a broken repository, say; git says why
+        git(["merge-base", ref_sha, head], repo)
     shallow = _run(["rev-parse", "--is-shallow-repository"], repo).stdout.strip() == b"true"
     if shallow:
         raise WorkspaceError(
@@ -127,7 +138,7 @@ def merge_base(repo: Path, ref: str, ref_sha: str, head: str) -> str:
 _REF_RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}")
 
 
-def ambiguous_refs(repo: Path, ref: str) -> list[str]:
+def _ambiguous_refs(repo: Path, ref: str) -> list[str]:
     """The full names of the refs that the short name ``ref`` matches."""
     candidates = [rule.format(ref) for rule in _REF_RULES]
     candidates.append(f"refs/remotes/{ref}/HEAD")
@@ -170,11 +181,3 @@ def tree_entry(repo: Path, commit: str, path: str) -> TreeEntry | None:
             mode, kind, sha = meta.decode().split()
             return TreeEntry(mode, kind, sha)
     return None
-
-
-def object_type(repo: Path, commit: str, path: str) -> str | None:
-    """``blob``, ``tree`` (or another git object type) of ``path`` at ``commit``; None if absent."""
-    try:
-        return git(["cat-file", "-t", f"{commit}:{path}"], repo).decode().strip()
-    except WorkspaceError:
-        return None

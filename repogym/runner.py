@@ -53,6 +53,14 @@ MAX_TIMEOUT = 7 * 86400.0  # seconds: longer ones are a mistake (and overflow th
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+def check_timeout(timeout: float, what: str = "timeout") -> None:
+    """A ValueError unless ``timeout`` is a finite number of seconds in (0, MAX_TIMEOUT]."""
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        raise ValueError(
+            f"{what} {timeout!r} must be a positive number of seconds, at most {MAX_TIMEOUT:g}"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommandResult:
     """What happened when a command ran."""
@@ -111,10 +119,7 @@ class Runner:
 
         ``timeout`` is in seconds: finite, positive and at most ``MAX_TIMEOUT``.
         """
-        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
-            raise ValueError(
-                f"timeout {timeout!r} must be a positive number of seconds, at most {MAX_TIMEOUT:g}"
-            )
+        check_timeout(timeout)
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
         with tempfile.TemporaryDirectory(prefix="repogym-pycache-") as pycache:

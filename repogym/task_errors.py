@@ -40,10 +40,6 @@ def schema_lines(
     found = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"])
-        if item["type"] == "invalid_key":
-            loc = (*loc[:-1], str(item["input"]))
-        elif loc[-1:] == ("[key]",):
-            loc = loc[:-1]
         found.append(
             (
                 line_of(loc, positions),
@@ -77,11 +73,6 @@ def describe(item: ErrorDetails, loc: tuple[str, ...], root: type[BaseModel]) ->
         guess = difflib.get_close_matches(loc[-1], allowed, n=1)
         hint = f"did you mean `{guess[0]}`?" if guess else f"allowed keys: {', '.join(allowed)}"
         return f"unknown key `{key}`; {hint}"
-    if kind == "invalid_key" or item["loc"][-1:] == ("[key]",):
-        return (
-            f"the key {_show(value)} is not a string: a key must be a string naming a "
-            "setting; if you meant the string, quote it"
-        )
     if kind == "missing":
         return _missing(loc, root)
     message = item["msg"]

@@ -15,7 +15,7 @@ from pydantic import BeforeValidator
 
 from repogym.globs import compile_globs
 
-MAX_TIMEOUT = 86_400  # seconds, one day: the longest `timeout` a task may set
+TASK_MAX_TIMEOUT = 86_400  # seconds, one day: the longest `timeout` a task may set
 
 
 def _number(rule: str, ok: Callable[[float], bool]) -> BeforeValidator:
@@ -37,8 +37,8 @@ def _number(rule: str, ok: Callable[[float], bool]) -> BeforeValidator:
 Seconds = Annotated[
     float,
     _number(
-        f"a number of seconds greater than 0 and at most {MAX_TIMEOUT} (one day)",
-        lambda seconds: 0 < seconds <= MAX_TIMEOUT,
+        f"a number of seconds greater than 0 and at most {TASK_MAX_TIMEOUT} (one day)",
+        lambda seconds: 0 < seconds <= TASK_MAX_TIMEOUT,
     ),
 ]
 NoiseFloor = Annotated[float, _number("a finite number, at least 1", lambda x: x >= 1)]

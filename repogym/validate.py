@@ -164,9 +164,7 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
         )
     try:
         target = _git.resolve_commit(repo, solution)
-    except WorkspaceError as error:
-        if "does not name a commit" not in str(error):
-            raise
+    except _git.UnknownRef:
         looks_like_file = "/" in solution or solution.endswith((".patch", ".diff"))
         hint = "no such patch file, and no commit" if looks_like_file else "no commit"
         raise WorkspaceError(

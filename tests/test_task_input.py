@@ -12,7 +12,7 @@ import pytest
 
 from repogym.errors import TaskError
 from repogym.task import load_task, parse_task
-from repogym.task_values import MAX_TIMEOUT
+from repogym.task_values import TASK_MAX_TIMEOUT
 from tests.conftest import Repo
 
 HEAD = "version: 1\ntype: bugfix\n"
@@ -64,7 +64,7 @@ def test_timeouts_must_be_finite_and_at_most_a_day(
 
 
 def test_a_timeout_of_one_day_is_accepted() -> None:
-    task = parse_task(TESTS + f"  timeout: {MAX_TIMEOUT}\n")
+    task = parse_task(TESTS + f"  timeout: {TASK_MAX_TIMEOUT}\n")
     assert task.tests is not None and task.tests.timeout == 86_400
 
 

@@ -2,19 +2,16 @@
 
 The TestGrader's steps 1, 2 and 4 (spec, "TestGrader"): files restored from the baseline
 (content and mode: the executable bit, a symlink as a symlink) and hidden tests injected,
-then everything as it was, with signals held back meanwhile so that an interrupt cannot
-leave the tree half put back.
+then everything as it was, in steps that can each be done again, so that an interrupt
+cannot leave the tree half put back.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from repogym import git as _git
@@ -33,33 +30,49 @@ class TreeSwap:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with _signals_held():
-            self._put_back()
+        # An interrupt (Ctrl-C, or SIGTERM as the CLI raises it) may land anywhere in here,
+        # more than once: each step can be done again, so go on until the tree is back,
+        # then let the first interrupt through.
+        interrupt: KeyboardInterrupt | None = None
+        while True:
+            try:
+                self._put_back()
+                break
+            except KeyboardInterrupt as error:
+                interrupt = interrupt or error
+        shutil.rmtree(self._backup, ignore_errors=True)
+        if interrupt is not None:
+            raise interrupt
 
     def _put_back(self) -> None:
-        for path, existed in self._saved.items():
+        """Put each saved path back; a path leaves ``_saved`` only once it is back, and
+        doing one again after an interruption gives the same result."""
+        while self._saved:
+            path, existed = next(iter(self._saved.items()))
             target = self.root / path
             if target.is_symlink() or target.exists():
-                if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink()
+                _remove(target)
             if existed:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(self._backup / path, target)
+                # A copy, not a move: an interrupted copy is simply made again.
+                _copy(self._backup / path, target)
             else:
                 _remove_empty_parents(target.parent, self.root)
-        shutil.rmtree(self._backup, ignore_errors=True)
+            del self._saved[path]
 
     def _save(self, path: str) -> None:
+        """Keep the submission's copy of ``path`` (a copy first, then the record, then the
+        removal: an interruption at any point leaves the tree restorable)."""
         if path in self._saved:
             return
         target = self.root / path
         existed = target.is_symlink() or target.exists()
-        self._saved[path] = existed
         if existed:
             (self._backup / path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(target, self._backup / path)
+            _copy(target, self._backup / path)
+        self._saved[path] = existed
+        if existed:
+            _remove(target)
 
     def restore_from_baseline(self, workspace: Workspace, paths: Iterable[str]) -> list[str]:
         """Put the baseline's version of each path in place, content and mode (executable
@@ -125,19 +138,19 @@ def _write_state(target: Path, state: _State) -> None:
         target.chmod(mode | (mode & 0o444) >> 2)
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while the tree is put back: an interrupt then
-    lands once the submission's files are all in place, never halfway through."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+def _copy(source: Path, dest: Path) -> None:
+    """A file, symlink (as a symlink) or directory, copied with its modes."""
+    if source.is_dir() and not source.is_symlink():
+        shutil.copytree(source, dest, symlinks=True)
+    else:
+        shutil.copy2(source, dest, follow_symlinks=False)
+
+
+def _remove(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
 
 
 def _remove_empty_parents(directory: Path, root: Path) -> None:

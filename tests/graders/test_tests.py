@@ -408,7 +408,7 @@ def test_a_restored_test_file_keeps_its_mode(repo: Repo) -> None:
     assert not (repo.root / "tests/link.sh").is_symlink()
 
 
-def test_an_interrupt_while_the_tree_is_put_back_waits_until_it_is(
+def test_interrupts_while_the_tree_is_put_back_wait_until_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree, hidden = tmp_path / "tree", tmp_path / "hidden"
@@ -416,9 +416,11 @@ def test_an_interrupt_while_the_tree_is_put_back_waits_until_it_is(
         (root / "tests").mkdir(parents=True)
         (root / "tests/test_a.py").write_text(text)
     put_back = TreeSwap._put_back
+    interrupts = [signal.SIGINT, signal.SIGINT]  # twice, the second after the first file
 
     def interrupted(swap: TreeSwap) -> None:
-        os.kill(os.getpid(), signal.SIGINT)  # without holding, KeyboardInterrupt lands here
+        if interrupts:
+            os.kill(os.getpid(), interrupts.pop())  # KeyboardInterrupt lands here
         put_back(swap)
 
     monkeypatch.setattr(TreeSwap, "_put_back", interrupted)
