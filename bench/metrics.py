@@ -14,46 +14,16 @@ ratio exceeds the target; it prints the figures either way.
 from __future__ import annotations
 
 import argparse
-import ast
 import pathlib
 import sys
-import sysconfig
 import time
-import warnings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from repogym.metrics import measure_source
+from tests.stdlib import parse, stdlib_sources
 
 TARGET = 1.2
-
-
-def stdlib_sources() -> list[tuple[str, bytes]]:
-    """Every ``.py`` file of the standard library that parses, read up front.
-
-    Installed packages (``site-packages``) live under the same directory on most
-    installations but are not the standard library, so they are left out.
-    """
-    paths = sysconfig.get_paths()
-    root = pathlib.Path(paths["stdlib"])
-    installed = {pathlib.Path(paths["purelib"]), pathlib.Path(paths["platlib"])}
-    sources = []
-    for path in sorted(root.rglob("*.py")):
-        if installed.intersection(path.parents):
-            continue
-        source = path.read_bytes()
-        try:
-            _parse(source)
-        except (SyntaxError, ValueError):  # test data written to fail, Python 2 code
-            continue
-        sources.append((path.relative_to(root).as_posix(), source))
-    return sources
-
-
-def _parse(source: bytes) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source)
 
 
 def fastest_times(sources: list[tuple[str, bytes]], rounds: int) -> tuple[float, float]:
@@ -65,11 +35,11 @@ def fastest_times(sources: list[tuple[str, bytes]], rounds: int) -> tuple[float,
         # laid out for the previous file): warm up, and take turns going first.
         order = ("parse", "measure") if round_ % 2 == 0 else ("measure", "parse")
         for index, (name, source) in enumerate(sources):
-            _parse(source)
+            parse(source)
             for kind in order:
                 start = clock()
                 if kind == "parse":
-                    _parse(source)
+                    parse(source)
                 else:
                     measure_source(source, name)
                 fastest[kind][index] = min(fastest[kind][index], clock() - start)

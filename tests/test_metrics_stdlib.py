@@ -14,10 +14,8 @@ import collections
 import dataclasses
 import inspect
 import io
-import pathlib
 import symtable
 import sys
-import sysconfig
 import tokenize
 import types
 import warnings
@@ -26,32 +24,9 @@ from collections.abc import Iterator
 import pytest
 
 from repogym.metrics import measure_source
+from tests.stdlib import parse, stdlib_sources
 
 Row = tuple[str, int, str, int, int]  # path, line, qualname, length, complexity
-
-
-def stdlib_files() -> list[tuple[str, bytes]]:
-    """Every ``.py`` file of the standard library that parses (installed packages aside)."""
-    paths = sysconfig.get_paths()
-    root = pathlib.Path(paths["stdlib"])
-    installed = {pathlib.Path(paths["purelib"]), pathlib.Path(paths["platlib"])}
-    files = []
-    for path in sorted(root.rglob("*.py")):
-        if installed.intersection(path.parents):
-            continue
-        source = path.read_bytes()
-        try:
-            _parse(source)
-        except (SyntaxError, ValueError):  # test data written not to parse, Python 2
-            continue
-        files.append((path.relative_to(root).as_posix(), source))
-    return files
-
-
-def _parse(source: bytes) -> ast.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source)
 
 
 @dataclasses.dataclass
@@ -137,7 +112,7 @@ class ReferenceMetrics(ast.NodeVisitor):
 
 
 def reference_rows(path: str, source: bytes) -> list[Row]:
-    tree = _parse(source)
+    tree = parse(source)
     table = None
     if b"global" in source:  # symtable costs a second parse: only where it can matter
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
@@ -157,7 +132,7 @@ def measured_rows(path: str, source: bytes) -> list[Row]:
 
 @pytest.fixture(scope="module")
 def files() -> list[tuple[str, bytes]]:
-    found = stdlib_files()
+    found = stdlib_sources()
     assert len(found) > 500, "the standard library was not found"
     return found
 
@@ -197,7 +172,7 @@ def test_every_stdlib_qualname_is_the_compilers(files: list[tuple[str, bytes]]) 
         measured = measure_source(source, path)
         actual = collections.Counter(m.qualname for m in measured)
         if actual != expected:  # the compiler may have dropped unreachable functions
-            dropped = _unreachable_lines(_parse(source))
+            dropped = _unreachable_lines(parse(source))
             actual = collections.Counter(m.qualname for m in measured if m.line not in dropped)
         compared += 1
         if actual != expected:
