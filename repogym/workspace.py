@@ -9,7 +9,6 @@ makes them show up in ``git diff`` like any other new file.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import tempfile
@@ -262,10 +261,20 @@ def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
 
 
 def shown_path(path: str) -> str:
-    """``path`` as a message shows it: as it is when every character prints, else quoted
-    with escapes (a newline as ``\\n``, an undecodable byte as ``\\udcff``), so that one
-    message stays one line."""
-    return path if path.isprintable() else json.dumps(path)
+    """``path`` as a message shows it: as it is when every character prints, else quoted,
+    with an undecodable byte (held as a lone surrogate) written ``\\xff``, as the reports
+    write it, and other characters that do not print as Python escapes (``\\n``), so that
+    one message stays one line."""
+    if path.isprintable():
+        return path
+    shown = []
+    for char in path:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        else:
+            shown.append(char if char.isprintable() else repr(char)[1:-1])
+    return '"' + "".join(shown) + '"'
 
 
 def files_under(directory: Path) -> list[str]:

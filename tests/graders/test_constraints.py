@@ -398,9 +398,9 @@ def test_a_path_that_does_not_print_is_quoted_so_each_message_is_one_line(repo: 
         for v in check(grade(repo), rule)["violations"]
     ]
     assert messages == [
-        '"bad\\udcff.txt" changed but is outside allowed_files (src/**)',
+        '"bad\\xff.txt" changed but is outside allowed_files (src/**)',
         '"notes\\nTODO.txt" changed but is outside allowed_files (src/**)',
-        "\"bad\\udcff.txt\":1: forbidden pattern 'TODO'",
+        "\"bad\\xff.txt\":1: forbidden pattern 'TODO'",
         "\"notes\\nTODO.txt\":1: forbidden pattern 'TODO'",
     ]
 
