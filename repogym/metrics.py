@@ -48,8 +48,19 @@ def measure_source(source: str | bytes, path: str) -> list[FunctionMetrics]:
     cookie). ``path`` is copied into the results and names the file in errors.
 
     Raises:
-        SyntaxError: ``source`` does not parse, cannot be decoded or holds null bytes.
+        SyntaxError: ``source`` does not parse, cannot be decoded, holds null bytes, or
+            is nested too deeply for Python's parser (``TOO_DEEP``, at line 1).
     """
+    try:
+        return _measure(source, path)
+    except (RecursionError, MemoryError):  # CPython's parser and our walk both recurse
+        raise SyntaxError(TOO_DEEP, (path, 1, 1, None)) from None
+
+
+TOO_DEEP = "too deeply nested for Python's parser"
+
+
+def _measure(source: str | bytes, path: str) -> list[FunctionMetrics]:
     text = _decode(source)
     tree = _parse(text, path)
     # Python numbers lines after turning \r\n and \r into \n. str.splitlines() would

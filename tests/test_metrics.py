@@ -534,3 +534,10 @@ def test_the_fast_constructor_fills_every_field() -> None:
     assert names == metrics._SLOT_NAMES
     expected = FunctionMetrics(path="a.py", line=3, qualname="C.m", length=4, complexity=5)
     assert metrics._new_metrics("a.py", 3, "C.m", 4, 5) == expected
+
+
+@pytest.mark.parametrize("source", ["x = 1" + "+1" * 30_000, "x = " + "not " * 100_000 + "1"])
+def test_code_too_deep_to_parse_is_a_syntax_error_at_line_one(source: str) -> None:
+    with pytest.raises(SyntaxError) as caught:
+        measure_source(source, "deep.py")
+    assert (caught.value.lineno, caught.value.msg) == (1, "too deeply nested for Python's parser")

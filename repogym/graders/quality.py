@@ -72,10 +72,8 @@ def python_files(workspace: Workspace) -> tuple[str, ...]:
 def _violations(workspace: Workspace, path: str, limits: dict[str, int]) -> list[dict[str, Any]]:
     try:
         functions = measure_source(workspace.read_bytes(path), path)
-    except SyntaxError as error:
+    except SyntaxError as error:  # too deep a nesting included
         return [_unparsable(path, error.lineno or 1, error.msg)]
-    except (RecursionError, MemoryError):
-        return [_unparsable(path, 1, "too deeply nested for Python's parser")]
     found = []
     for function in functions:
         for metric, limit in limits.items():
