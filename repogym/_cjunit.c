@@ -377,12 +377,13 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kwargs)
     Py_INCREF(attribute_message);
     r->attribute_message = attribute_message;
     r->empty = PyUnicode_FromStringAndSize("", 0);
-    r->message = PyUnicode_FromStringAndSize("", 0);
     r->ready = PyList_New(0);
     r->suites = PyTuple_New(0);
     r->suite_files = PyList_New(1);
-    if (!r->empty || !r->message || !r->ready || !r->suites || !r->suite_files)
+    if (!r->empty || !r->ready || !r->suites || !r->suite_files)
         return -1;
+    Py_INCREF(r->empty);
+    r->message = r->empty;
     Py_INCREF(Py_None);
     PyList_SET_ITEM(r->suite_files, 0, Py_None);
     r->parser = expat->ParserCreate_MM(NULL, NULL, NULL);

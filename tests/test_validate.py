@@ -100,14 +100,19 @@ def test_a_missing_test_file_is_reported(repo: Repo) -> None:
     )
 
 
-def test_a_failing_solution_is_invalid(repo: Repo, tmp_path: Path) -> None:
-    bugfix(repo)
-    patch = tmp_path / "wrong.patch"
+def calc_patch(tmp_path: Path, body: str) -> Path:
+    """A patch file that makes the bugfix example's ``add`` return ``body``."""
+    patch = tmp_path / "solution.patch"
     patch.write_text(
         "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
-        "-    return a - b\n+    return a * b\n"
+        f"-    return a - b\n+    return {body}\n"
     )
-    done = validate(repo, "--solution", str(patch))
+    return patch
+
+
+def test_a_failing_solution_is_invalid(repo: Repo, tmp_path: Path) -> None:
+    bugfix(repo)
+    done = validate(repo, "--solution", str(calc_patch(tmp_path, "a * b")))
     assert done.returncode == 1
     assert "PROBLEM  the reference solution does not pass: FAIL 0.000" in done.stdout
     assert "failing: tests" in done.stdout
@@ -115,12 +120,7 @@ def test_a_failing_solution_is_invalid(repo: Repo, tmp_path: Path) -> None:
 
 def test_a_patch_solution(repo: Repo, tmp_path: Path) -> None:
     bugfix(repo)
-    patch = tmp_path / "fix.patch"
-    patch.write_text(
-        "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
-        "-    return a - b\n+    return a + b\n"
-    )
-    done = validate(repo, "--solution", str(patch))
+    done = validate(repo, "--solution", str(calc_patch(tmp_path, "a + b")))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
