@@ -6,7 +6,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
+
+Level = Literal["failure", "warning", "notice"]
 
 
 class Role(str, Enum):
@@ -17,6 +19,42 @@ class Role(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One thing a grader found that a reviewer can act on, at a place when it has one.
+
+    ``path`` is a POSIX path relative to the work tree and ``line`` a 1-based line in it;
+    either may be None (a finding about the whole change, or a test whose report names no
+    file). ``title`` is a short label (``fail_to_pass``, ``max_function_length``),
+    ``message`` the one-line explanation, ``level`` how a check-run annotation shows it.
+    Hidden tests never become findings that name them.
+    """
+
+    message: str
+    title: str = ""
+    path: str | None = None
+    line: int | None = None
+    level: Level = "failure"
+
+    def __post_init__(self) -> None:
+        if self.level not in ("failure", "warning", "notice"):
+            raise ValueError(f"finding level {self.level!r}: use failure, warning or notice")
+        if self.line is not None and (isinstance(self.line, bool) or self.line < 1):
+            raise ValueError(f"finding line {self.line!r} must be a line number from 1")
+        if self.line is not None and self.path is None:
+            raise ValueError("a finding with a line needs a path")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of the finding (docs/report.md)."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "title": self.title,
+            "message": self.message,
+            "level": self.level,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +71,7 @@ class GradeComponent:
     role: Role = Role.OBJECTIVE
     details: Mapping[str, Any] = field(default_factory=dict)
     messages: Sequence[str] = ()
+    findings: Sequence[Finding] = ()
     weight: float = 1.0
 
     def __post_init__(self) -> None:
@@ -46,6 +85,13 @@ class GradeComponent:
         object.__setattr__(self, "role", Role(self.role))
         object.__setattr__(self, "messages", tuple(str(m) for m in self.messages))
         object.__setattr__(self, "details", dict(self.details))
+        object.__setattr__(self, "findings", tuple(self.findings))
+        for finding in self.findings:
+            if not isinstance(finding, Finding):
+                raise TypeError(
+                    f"component {self.name!r}: findings must be Finding, "
+                    f"not {type(finding).__name__}"
+                )
         if not math.isfinite(self.weight) or self.weight < 0:
             raise ValueError(f"component {self.name!r}: weight {self.weight!r} must be >= 0")
 
@@ -59,6 +105,7 @@ class GradeComponent:
             "weight": self.weight,
             "details": dict(self.details),
             "messages": list(self.messages),
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     def mark(self) -> str:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from repogym.models import GradeComponent, GradeResult, Role
+from repogym.models import Finding, GradeComponent, GradeResult, Role
 
 
 def test_component_defaults_to_objective_and_normalises() -> None:
@@ -66,7 +66,14 @@ def test_json_form() -> None:
         passed=False,
         components=(
             GradeComponent(name="constraints", score=1, passed=True, role=Role.GATE, weight=0),
-            GradeComponent(name="tests", score=0.5, passed=False, details={"k": 1}, messages=["m"]),
+            GradeComponent(
+                name="tests",
+                score=0.5,
+                passed=False,
+                details={"k": 1},
+                messages=["m"],
+                findings=[Finding(message="t failed", title="fail_to_pass", path="t.py", line=3)],
+            ),
         ),
         files_changed=("a.py",),
     )
@@ -83,6 +90,7 @@ def test_json_form() -> None:
                 "weight": 0,
                 "details": {},
                 "messages": [],
+                "findings": [],
             },
             {
                 "name": "tests",
@@ -92,7 +100,36 @@ def test_json_form() -> None:
                 "weight": 1.0,
                 "details": {"k": 1},
                 "messages": ["m"],
+                "findings": [
+                    {
+                        "path": "t.py",
+                        "line": 3,
+                        "title": "fail_to_pass",
+                        "message": "t failed",
+                        "level": "failure",
+                    }
+                ],
             },
         ],
         "files_changed": ["a.py"],
     }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"level": "error"}, "use failure, warning or notice"),
+        ({"path": "a.py", "line": 0}, "from 1"),
+        ({"line": 3}, "needs a path"),
+    ],
+)
+def test_finding_refuses_what_an_annotation_cannot_show(
+    kwargs: dict[str, object], error: str
+) -> None:
+    with pytest.raises(ValueError, match=error):
+        Finding(message="m", **kwargs)  # type: ignore[arg-type]
+
+
+def test_component_findings_must_be_findings() -> None:
+    with pytest.raises(TypeError, match="findings must be Finding, not str"):
+        GradeComponent(name="x", score=0, passed=False, findings=["oops"])  # type: ignore[list-item]
