@@ -1,7 +1,10 @@
 """The ``repogym`` command: ``grade``, ``validate``, ``metrics``, ``demo``.
 
 Exit codes: 0 passed (or done), 1 graded and not passed, 2 a usage, task or workspace
-error, printed as one line per problem and never as a traceback. A signal stops the
+error, printed as one line per problem and never as a traceback, 3 an error that is not
+the user's (a bug, a broken repository, a full disk): one line saying what failed and
+where the traceback was written (a file under the temporary directory, or stderr with
+``REPOGYM_DEBUG=1``). A signal stops the
 command with 128 + its number, 130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP,
 after every ``finally`` has run: the work tree holds the submission's files again, the
 commands it started are killed and its temporary files removed. A closed stdout (``| head``)
@@ -15,9 +18,12 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -25,9 +31,22 @@ from typing import Any, NamedTuple, NoReturn
 
 from repogym import __version__
 from repogym import git as _git
-from repogym.errors import RepogymError, UsageError, WorkspaceError
+from repogym.demo import build_example_repo, example_names
+from repogym.errors import RepogymError, TaskError, UsageError
+from repogym.grading import default_base, grade
+from repogym.metrics import measure_file
+from repogym.report import (
+    error_report,
+    markdown,
+    output_problems,
+    report_dict,
+    text_table,
+    to_json,
+    write_outputs,
+)
+from repogym.validate import validate
 
-EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_SIGNAL = 128  # plus the signal's number
 
 
@@ -52,6 +71,12 @@ _OUTPUTS = {
 }
 
 
+_HIDDEN_HELP = (
+    "a directory of hidden tests from outside the repository, at the paths they take in "
+    "it (replaces tests.hidden)"
+)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
@@ -71,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--task", metavar="FILE", type=Path, help="task file to use instead of .repogym.yml at REF"
     )
+    grade.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
     # Strings, not Paths: Path("") is ".", and an empty --json must be named as such.
     grade.add_argument("--json", metavar="OUT", help="write the JSON report here")
     grade.add_argument("--markdown", metavar="OUT", help="write a Markdown summary here")
@@ -92,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--task", metavar="FILE", type=Path, help="task file instead of .repogym.yml at REF"
     )
+    validate.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
     validate.add_argument(
         "--solution",
         metavar="REF_OR_PATCH",
@@ -157,13 +184,39 @@ def run_command(argv: Sequence[str] | None = None) -> int:
             return _metrics(args)
         if args.command == "validate":
             return _validate(args)
-        from repogym.demo import run_demo
-
-        return run_demo(keep=args.keep)
+        return _demo(args)
     except RepogymError as error:
         for line in error.lines:
             print(f"repogym: error: {line}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # main() ends quietly
+    except Exception as error:  # not the user's: exit 3, the traceback kept for a report
+        print(f"repogym: internal error: {internal_error_line(error)}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def internal_error_line(error: BaseException) -> str:
+    """One line saying what failed and where (the innermost frame in repogym), and where
+    the whole traceback went: stderr with ``REPOGYM_DEBUG=1``, else a new file under the
+    temporary directory (stderr too, if that file cannot be written)."""
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [f for f in frames if f"{os.sep}repogym{os.sep}" in f.filename] or frames
+    where = f" at {Path(ours[-1].filename).name}:{ours[-1].lineno}" if ours else ""
+    what = str(error).splitlines()[0] if str(error) else ""
+    line = f"{type(error).__name__}{where}{': ' + what if what else ''}"
+    if os.environ.get("REPOGYM_DEBUG") == "1":
+        sys.stderr.write(text)
+        return f"{line} (traceback above)"
+    try:
+        fd, path = tempfile.mkstemp(prefix="repogym-error-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(text)
+    except OSError as write_error:
+        sys.stderr.write(text)
+        return f"{line} (traceback above: none could be written to a file: {write_error})"
+    return f"{line}; this is a bug in repogym, not in your change: the traceback is in {path}"
 
 
 @contextlib.contextmanager
@@ -229,46 +282,23 @@ def _discard_stdout() -> None:
             os.close(devnull)
 
 
-def default_base(repo: Path) -> str:
-    """The remote's default branch, else ``main``, else ``master``."""
-    try:
-        ref = _git.git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], repo)
-        return ref.decode().strip()
-    except WorkspaceError:
-        pass
-    for name in ("main", "master"):
-        try:
-            _git.resolve_commit(repo, name)
-            return name
-        except WorkspaceError:
-            continue
-    raise UsageError(
-        "no base branch: the repository has no origin/HEAD, main or master; pass --base REF"
-    )
-
-
 def _grade(args: argparse.Namespace) -> int:
-    from repogym.graders import CompositeGrader
-    from repogym.report import markdown, report_dict, text_table, to_json, write_outputs
-    from repogym.workspace import Workspace, task_at
-
     outputs = _output_paths(args)  # before grading, which may take minutes
-    repo = _git.toplevel(args.directory.resolve())
-    ref = args.base or default_base(repo)
-    ref_sha = _git.resolve_commit(repo, ref)
-    head = _git.resolve_commit(repo, "HEAD")
-    merge_base = _git.merge_base(repo, ref, ref_sha, head)
-    task = args.task if args.task else task_at(repo, ref_sha, ref)
-    workspace = Workspace.open(repo, base=merge_base, task=task)
-    workspace.base_ref = ref
-    result = CompositeGrader.for_workspace(workspace).grade_result(workspace)
+    try:
+        grading = grade(args.directory, base=args.base, task=args.task, hidden=args.hidden)
+    except Exception as error:
+        # A report that says why there is no grade, so that no reader finds a stale one.
+        text = to_json(_error_report(error))
+        _write(outputs, {"json": lambda: text})
+        raise
+    result = grading.result
     texts = {
-        "json": lambda: to_json(report_dict(result, workspace)),
+        "json": lambda: to_json(report_dict(grading)),
         "markdown": lambda: markdown(result),
     }
     # Every output is rendered, then all are written, before anything is printed: a
     # closed stdout must not cost the reports, nor a bad path the table.
-    problem = write_outputs([(_OUTPUTS[key].option, path, texts[key]()) for key, path in outputs])
+    problem = _write(outputs, texts)
     print(text_table(result), end="")
     if problem is not None:
         raise UsageError(problem)
@@ -277,11 +307,21 @@ def _grade(args: argparse.Namespace) -> int:
     return EXIT_PASSED if result.passed else EXIT_FAILED
 
 
+def _error_report(error: Exception) -> dict[str, Any]:
+    if isinstance(error, RepogymError):
+        return error_report("task" if isinstance(error, TaskError) else "usage", str(error))
+    return error_report("internal", f"{type(error).__name__}: {error}")
+
+
+def _write(outputs: list[tuple[str, str]], texts: dict[str, Any]) -> str | None:
+    """Write the outputs that ``texts`` can render, every one or none; the problem."""
+    chosen = [(_OUTPUTS[key].option, path, texts[key]()) for key, path in outputs if key in texts]
+    return write_outputs(chosen)
+
+
 def _output_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
     """The outputs asked for, as (key, path); a UsageError naming each that could not
     be written, and how to fix it."""
-    from repogym.report import output_problems
-
     outputs = [(key, getattr(args, key)) for key in _OUTPUTS if getattr(args, key) is not None]
     problems = output_problems(
         [(_OUTPUTS[k].option, path, _OUTPUTS[k].example) for k, path in outputs]
@@ -292,19 +332,20 @@ def _output_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from repogym.task import load_task
-    from repogym.validate import validate
-    from repogym.workspace import task_at
-
     if args.repeat < 1:
         raise UsageError(f"repogym validate: --repeat must be at least 1, not {args.repeat}")
     if args.solution is None and args.repeat > 1:
         raise UsageError("repogym validate: --repeat needs --solution")
     repo = _git.toplevel(args.directory.resolve())
     ref = args.base or default_base(repo)
-    sha = _git.resolve_commit(repo, ref)
-    task = load_task(args.task) if args.task else task_at(repo, sha, ref)
-    result = validate(repo, base=sha, task=task, solution=args.solution, repeat=args.repeat)
+    result = validate(
+        repo,
+        base=ref,
+        task=args.task,
+        solution=args.solution,
+        repeat=args.repeat,
+        hidden=args.hidden,
+    )
     for ok, text in result.findings:
         print(f"{'ok' if ok else 'PROBLEM':<8} {text}")
     problems = sum(not ok for ok, _ in result.findings)
@@ -313,8 +354,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from repogym.metrics import measure_file
-
     files: list[Path] = []
     for path in args.paths:
         if path.is_dir():
@@ -353,6 +392,33 @@ def _metrics(args: argparse.Namespace) -> int:
             else:
                 print(f"{f.length:>6} {f.complexity:>10}  {f.path}:{f.line} {f.qualname}")
     return EXIT_ERROR if problems else EXIT_PASSED
+
+
+def _demo(args: argparse.Namespace) -> int:
+    """Grade every example's reference solution; the worst exit code of them.
+
+    An interrupt (Ctrl-C, SIGTERM) stops the whole demo, not just the example being
+    graded: it propagates to :func:`main`, which reports it.
+    """
+    root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
+    worst = 0
+    try:
+        for name in example_names():
+            repo = build_example_repo(name, root / name)
+            report = root / f"{name}.json"
+            print(f"== {name}: grading branch `submission` of {repo} against `main`")
+            grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
+            worst = max(worst, run_command(grade))
+            print()
+    finally:
+        if args.keep:
+            print(f"The repositories and JSON reports are in {root}")
+        else:
+            for repo in root.iterdir():
+                if repo.is_dir():
+                    shutil.rmtree(repo, ignore_errors=True)
+            print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
+    return worst
 
 
 if __name__ == "__main__":

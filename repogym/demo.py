@@ -1,4 +1,4 @@
-"""``repogym demo``: grade the bundled examples in throwaway git repositories.
+"""The bundled examples, as throwaway git repositories for ``repogym demo`` and tests.
 
 Each ``examples/NAME/`` holds ``repo/`` (the baseline, with its ``.repogym.yml``) and
 ``solution/`` (files that a reference submission writes over it). The demo commits the
@@ -9,7 +9,6 @@ baseline on ``main``, the solution on a ``submission`` branch, and grades it exa
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 from repogym import git as _git
@@ -45,35 +44,6 @@ def build_example_repo(name: str, dest: Path, *, solution: bool = True) -> Path:
         shutil.copytree(source / "solution", dest, dirs_exist_ok=True)
         _commit(dest, f"{name}: reference solution")
     return dest
-
-
-def run_demo(*, keep: bool = False) -> int:
-    """Grade every example's reference solution; the worst exit code of them.
-
-    An interrupt (Ctrl-C, SIGTERM) stops the whole demo, not just the example being
-    graded: it propagates to :func:`repogym.cli.main`, which reports it.
-    """
-    from repogym.cli import run_command
-
-    root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
-    worst = 0
-    try:
-        for name in example_names():
-            repo = build_example_repo(name, root / name)
-            report = root / f"{name}.json"
-            print(f"== {name}: grading branch `submission` of {repo} against `main`")
-            grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
-            worst = max(worst, run_command(grade))
-            print()
-    finally:
-        if keep:
-            print(f"The repositories and JSON reports are in {root}")
-        else:
-            for repo in root.iterdir():
-                if repo.is_dir():
-                    shutil.rmtree(repo, ignore_errors=True)
-            print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
-    return worst
 
 
 def _commit(repo: Path, message: str) -> None:

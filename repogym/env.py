@@ -18,20 +18,15 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from repogym import git as _git
-from repogym.errors import RepogymError, WorkspaceError
-from repogym.graders.composite import CompositeGrader
+from repogym.errors import EnvError, WorkspaceError
+from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
 from repogym.runner import CommandResult, Runner, check_timeout
-from repogym.task import Task, load_task
-from repogym.workspace import Workspace, clone_at, task_at
+from repogym.task import Task
+from repogym.workspace import Workspace, clone_at, task_for
 
 DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise
 _APPLY_TIMEOUT = 60.0
-
-
-class EnvError(RepogymError):
-    """RepoEnv used out of order (a step before ``reset()``, after the episode ended or
-    after ``close()``), an unknown action, or a workspace asked for when there is none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +139,7 @@ class RepoEnv:
         self.repo = _git.toplevel(Path(repo).resolve())
         self.base = _git.resolve_commit(self.repo, base)
         self.base_ref = base
-        self.task = _resolve_task(task, self.repo, self.base, base)
+        self.task = task_for(self.repo, self.base, base, task)
         self.runner = Runner(pass_env=self.task.pass_env, set_env=self.task.env)
         self.keep_workspace = keep_workspace
         self.max_steps = max_steps
@@ -210,8 +205,7 @@ class RepoEnv:
         workspace is removed. A :class:`WorkspaceError` it raises scores 0; anything else
         reaches the caller of ``step()``, with the episode still running.
         """
-        workspace = self.workspace
-        return CompositeGrader.for_workspace(workspace).grade_result(workspace)
+        return grade(self.workspace.root, base=self.base, task=self.task).result
 
     def _dispatch(self, action: Action) -> _Outcome:
         if isinstance(action, Submit):
@@ -291,14 +285,6 @@ class RepoEnv:
             self._cleanup()  # removes the tree, once
             self._cleanup = None
         self._root = None
-
-
-def _resolve_task(task: str | Path | Task | None, repo: Path, base: str, ref: str) -> Task:
-    if isinstance(task, Task):
-        return task
-    if task is None:
-        return task_at(repo, base, ref)
-    return load_task(Path(task))
 
 
 def _clone_at(repo: Path, sha: str) -> Path:

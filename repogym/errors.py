@@ -8,10 +8,15 @@ traceback::
     RepogymError
     ├── TaskError        the task file: syntax, schema, values
     ├── WorkspaceError   the work tree, refs, paths asked of a workspace
+    │   └── UnknownRef   a name that no commit answers to
     ├── UsageError       command-line arguments
     ├── JUnitError       a test report that is missing, too large, unsafe or malformed
-    │                    (repogym.junit; the TestGrader turns it into a score of 0)
-    └── EnvError         RepoEnv used out of order (repogym.env)
+    │                    (the TestGrader turns it into a score of 0)
+    └── EnvError         RepoEnv used out of order
+
+Every other exception is not the user's to fix (a bug, a broken repository, a full
+disk): the command line reports it in one line with exit code 3 and writes the
+traceback to a file (docs/errors in README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -40,3 +45,16 @@ class WorkspaceError(RepogymError):
 
 class UsageError(RepogymError):
     """A command was called with arguments that do not fit together."""
+
+
+class UnknownRef(WorkspaceError):
+    """A name that no commit answers to."""
+
+
+class JUnitError(RepogymError):
+    """The report is missing, too large, unsafe or not JUnit XML."""
+
+
+class EnvError(RepogymError):
+    """RepoEnv used out of order (a step before ``reset()``, after the episode ended or
+    after ``close()``), an unknown action, or a workspace asked for when there is none."""

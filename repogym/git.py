@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from repogym.errors import WorkspaceError
+from repogym.errors import UnknownRef, WorkspaceError
 
 # Settings a gitconfig could set that would change what we parse, or that would run a
 # command: a submission's code may have rewritten the work tree's .git/config by the time
@@ -84,10 +84,6 @@ def toplevel(path: Path) -> Path:
             f"{path}: not inside a git work tree; run `git init` or pass a checkout"
         ) from None
     return Path(out.decode().strip())
-
-
-class UnknownRef(WorkspaceError):
-    """A name that no commit answers to."""
 
 
 def resolve_commit(repo: Path, ref: str) -> str:

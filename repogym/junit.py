@@ -23,7 +23,7 @@ from stat import S_ISREG
 from typing import NamedTuple
 from xml.parsers import expat
 
-from repogym.errors import RepogymError
+from repogym.errors import JUnitError
 
 try:
     from repogym import _cjunit
@@ -47,10 +47,6 @@ class Outcome(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-class JUnitError(RepogymError):
-    """The report is missing, too large, unsafe or not JUnit XML."""
 
 
 class Case(NamedTuple):

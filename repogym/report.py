@@ -16,30 +16,61 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repogym import __version__
 from repogym.models import GradeResult
-from repogym.workspace import Workspace
 
-REPORT_VERSION = 1
+if TYPE_CHECKING:
+    from repogym.grading import Grading
+
+# Version 2 (issue 8): `base.sha` is the base's own sha, the merge base is `merge_base`
+# (version 1 had the merge base in `base.sha`), components carry `findings`, and an
+# `error` report stands for a grade that could not finish.
+REPORT_VERSION = 2
+
+ErrorKind = Literal["usage", "task", "internal"]
 
 
-def report_dict(result: GradeResult, workspace: Workspace) -> dict[str, Any]:
-    """Everything the grade used and found, as JSON-ready data."""
-    task = workspace.task
+def report_dict(grading: Grading) -> dict[str, Any]:
+    """Everything the grade used and found, as JSON-ready data (docs/report.md)."""
+    task = grading.task
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "repogym", "version": __version__},
-        **result.to_dict(),
-        "base": {"ref": workspace.base_ref, "sha": workspace.base},
-        "head": {"sha": workspace.head},
+        **grading.result.to_dict(),
+        "base": {"ref": grading.base_ref, "sha": grading.base},
+        "merge_base": {"sha": grading.merge_base},
+        "head": {"sha": grading.head},
         "task": {
             "source": task.source,
             "sha256": task.sha256,
             "type": task.type,
+            "hidden_tests": _hidden_tests(grading),
             "config": task.model_dump(mode="json"),
         },
+    }
+
+
+def _hidden_tests(grading: Grading) -> str | None:
+    """Where hidden tests came from: ``outside`` the repository (``--hidden``), the
+    ``task``'s ``tests.hidden`` at the baseline, or None when there were none."""
+    if grading.hidden is not None:
+        return "outside"
+    tests = grading.task.tests
+    return "task" if tests is not None and tests.hidden is not None else None
+
+
+def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
+    """The report of a grade that could not finish: ``kind`` says whose error it is
+    (``usage`` and ``task``: the user's to fix; ``internal``: ours), ``message`` what
+    failed, in one line. ``known`` adds what was resolved before it failed, under the
+    keys of a full report (``base``, ``head``...)."""
+    return {
+        "version": REPORT_VERSION,
+        "tool": {"name": "repogym", "version": __version__},
+        "error": {"kind": kind, "message": message},
+        **known,
     }
 
 

@@ -48,8 +48,16 @@ Timing = Literal["wall", "reported"]
 # YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
 StrList = Annotated[tuple[str, ...], Strict(False)]
 
-# Built-in graders in the spec's grading order (the registry itself is in graders/).
-BUILTIN_GRADERS = ("constraints", "tests", "quality", "perf")
+# The one registry of the built-in graders, in the spec's grading order: each name with
+# its class as a `module:Class` reference, the form custom graders take too. It lives
+# here, not in repogym.graders, because the task decides which graders run and the
+# graders import the task; the composite imports each class by its reference.
+BUILTIN_GRADERS: dict[str, str] = {
+    "constraints": "repogym.graders.constraints:ConstraintGrader",
+    "tests": "repogym.graders.tests:TestGrader",
+    "quality": "repogym.graders.quality:QualityGrader",
+    "perf": "repogym.graders.perf:PerfGrader",
+}
 
 
 class _Section(BaseModel):

@@ -7,19 +7,22 @@ as many times as asked, reporting flaky tests and the spread of speed-ups.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from repogym import git as _git
-from repogym.errors import RepogymError, WorkspaceError
+from repogym.errors import RepogymError, UnknownRef, WorkspaceError
 from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
+from repogym.grading import grade
 from repogym.models import GradeResult, Role
 from repogym.task import Task
-from repogym.workspace import Workspace, clone_at, files_under
+from repogym.workspace import clone_at, files_under, task_for
 
 # An id's first part names a file when it ends like a test file does; Go packages,
 # Java classes and describe blocks do not, and are not checked for existence.
@@ -47,24 +50,40 @@ class Validation:
 
 
 def validate(
-    repo: Path, *, base: str, task: Task, solution: str | None = None, repeat: int = 1
+    repo: Path,
+    *,
+    base: str,
+    task: str | os.PathLike[str] | Task | None = None,
+    solution: str | None = None,
+    repeat: int = 1,
+    hidden: str | os.PathLike[str] | None = None,
 ) -> Validation:
-    """Check ``task`` against the commit ``base`` of ``repo`` (and a reference solution)."""
+    """Check ``task`` (by default ``.repogym.yml`` at ``base``) against the commit ``base``
+    of ``repo``, and a reference solution; ``hidden`` as for :func:`repogym.grade`."""
     result = Validation()
     sha = _git.resolve_commit(repo, base)
-    _static_checks(result, repo, sha, task)
+    loaded = task_for(repo, sha, base, task)
+    _static_checks(result, repo, sha, loaded, None if hidden is None else Path(hidden))
     if not result.valid:
         return result  # grading a task that fails its static checks proves nothing
     with tempfile.TemporaryDirectory(prefix="repogym-validate-") as scratch:
         empty = clone_at(repo, sha, Path(scratch) / "empty")
-        _check_empty(result, Workspace.open(empty, base=sha, task=task))
+        _check_empty(result, grade(empty, base=sha, task=loaded, hidden=hidden).result)
         if solution is not None:
             tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution")
-            _check_solution(result, Workspace.open(tree, base=sha, task=task), repeat)
+            threshold = loaded.grading.pass_threshold
+            _check_solution(
+                result,
+                lambda: grade(tree, base=sha, task=loaded, hidden=hidden).result,
+                threshold,
+                repeat,
+            )
     return result
 
 
-def _static_checks(result: Validation, repo: Path, sha: str, task: Task) -> None:
+def _static_checks(
+    result: Validation, repo: Path, sha: str, task: Task, hidden: Path | None
+) -> None:
     roles = task.builtin_roles()
     objectives = [name for name, role in roles.items() if role is Role.OBJECTIVE]
     objectives += [g.grader for g in task.grading.graders if g.role is Role.OBJECTIVE]
@@ -78,17 +97,21 @@ def _static_checks(result: Validation, repo: Path, sha: str, task: Task) -> None
         except RepogymError as error:
             for line in error.lines:
                 result.problem(line)
-        _check_test_files(result, baseline, task)
+        _check_test_files(result, baseline, task, hidden)
         _check_settings(result, baseline, task)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
 
 
-def _check_test_files(result: Validation, baseline: Path, task: Task) -> None:
+def _check_test_files(
+    result: Validation, baseline: Path, task: Task, hidden_dir: Path | None
+) -> None:
     if task.tests is None:
         return
     hidden: set[str] = set()
-    if task.tests.hidden:
+    if hidden_dir is not None:
+        hidden = set(files_under(hidden_dir))
+    elif task.tests.hidden:
         root = baseline / task.tests.hidden
         if not root.is_dir():
             result.problem(f"tests.hidden: {task.tests.hidden} is not a directory at the base")
@@ -131,8 +154,7 @@ def _check_settings(result: Validation, baseline: Path, task: Task) -> None:
             result.problem(f"quality: no Python file at {where}: the limits measure nothing")
 
 
-def _check_empty(result: Validation, workspace: Workspace) -> None:
-    graded = CompositeGrader.for_workspace(workspace).grade_result(workspace)
+def _check_empty(result: Validation, graded: GradeResult) -> None:
     if graded.score == 0:
         result.ok(f"the empty submission scores 0 ({graded.summary()})")
         return
@@ -164,7 +186,7 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
         )
     try:
         target = _git.resolve_commit(repo, solution)
-    except _git.UnknownRef:
+    except UnknownRef:
         looks_like_file = "/" in solution or solution.endswith((".patch", ".diff"))
         hint = "no such patch file, and no commit" if looks_like_file else "no commit"
         raise WorkspaceError(
@@ -175,13 +197,13 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
     return tree
 
 
-def _check_solution(result: Validation, workspace: Workspace, repeat: int) -> None:
-    grader = CompositeGrader.for_workspace(workspace)
-    threshold = workspace.task.grading.pass_threshold
+def _check_solution(
+    result: Validation, grade_once: Callable[[], GradeResult], threshold: float, repeat: int
+) -> None:
     outcomes: dict[str, set[str]] = defaultdict(set)
     speedups: list[float] = []
     for attempt in range(1, repeat + 1):
-        graded = grader.grade_result(workspace)
+        graded = grade_once()
         _record(graded, outcomes, speedups)
         label = (
             f"the reference solution (run {attempt} of {repeat})"

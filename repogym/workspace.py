@@ -55,11 +55,7 @@ class Workspace:
         """
         top = _git.toplevel(Path(root).resolve())
         sha = _git.resolve_commit(top, base)
-        if task is None:
-            task = task_at(top, sha, base)
-        elif not isinstance(task, Task):
-            task = load_task(Path(task))
-        return cls(top, sha, task, base_ref=base)
+        return cls(top, sha, task_for(top, sha, base, task), base_ref=base)
 
     @cached_property
     def head(self) -> str | None:
@@ -287,6 +283,18 @@ def files_under(directory: Path) -> list[str]:
     return sorted(
         p.relative_to(directory).as_posix() for p in directory.rglob("*") if not p.is_dir()
     )
+
+
+def task_for(
+    repo: Path, commit: str, ref: str, task: str | os.PathLike[str] | Task | None = None
+) -> Task:
+    """The task to grade with: ``task`` itself when loaded, the file at the path ``task``,
+    or by default the task file as it is at ``commit`` (named ``ref`` in messages)."""
+    if isinstance(task, Task):
+        return task
+    if task is not None:
+        return load_task(task)
+    return task_at(repo, commit, ref)
 
 
 def task_at(repo: Path, commit: str, ref: str | None = None) -> Task:

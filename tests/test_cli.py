@@ -50,12 +50,13 @@ def test_grade_passes_and_writes_reports(pr: Repo, tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     base = pr.git("rev-parse", "main").strip()
     head = pr.git("rev-parse", "HEAD").strip()
-    assert report["version"] == 1
+    assert report["version"] == 2
     assert report["tool"] == {"name": "repogym", "version": __version__}
     assert report["score"] == 1.0 and report["passed"] is True
     assert report["summary"] == "PASS 1.000 (constraints=1.00✓(gate), quality=1.00✓)"
     assert report["files_changed"] == ["src/m.py"]
     assert report["base"] == {"ref": "main", "sha": base}
+    assert report["merge_base"] == {"sha": base}
     assert report["head"] == {"sha": head}
     assert report["task"]["sha256"] == __import__("hashlib").sha256(TASK.encode()).hexdigest()
     assert report["task"]["source"] == ".repogym.yml@main"
@@ -69,6 +70,7 @@ def test_grade_passes_and_writes_reports(pr: Repo, tmp_path: Path) -> None:
         "weight",
         "details",
         "messages",
+        "findings",
     }
     assert "| quality | objective | 1 | 1.00 | ✓ |" in md.read_text()
 
@@ -88,10 +90,15 @@ def test_grade_uses_the_merge_base_and_the_task_at_ref(pr: Repo) -> None:
     pr.git("checkout", "--quiet", "main")
     pr.commit("main moves", {"src/other.py": "x = 1\n", ".repogym.yml": TASK.replace("4", "1")})
     pr.git("checkout", "--quiet", "pr")
-    done = run("grade", "--base", "main", cwd=pr.root)
+    fork_point = pr.git("merge-base", "main", "pr").strip()
+    report = pr.root.parent / "report.json"
+    done = run("grade", "--base", "main", "--json", str(report), cwd=pr.root)
     assert "quality=0.00✗" in done.stdout
     assert done.returncode == 1
     assert "src/other.py" not in done.stdout
+    data = json.loads(report.read_text())
+    assert data["base"] == {"ref": "main", "sha": pr.git("rev-parse", "main").strip()}
+    assert data["merge_base"] == {"sha": fork_point} != {"sha": data["base"]["sha"]}
 
 
 def test_submission_cannot_edit_its_rubric(pr: Repo) -> None:
@@ -201,3 +208,97 @@ def test_demo_grades_every_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓(gate), quality=1.00✓)" in out
     report = Path(out.split("The JSON reports are in ")[1].split(" ")[0]) / "refactor.json"
     assert json.loads(report.read_text())["passed"] is True
+
+
+# -- exit code 3, error reports, hidden tests from outside (issue 8) ------------------------
+
+
+def _broken_grade(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("the grader broke\nsecond line")
+
+
+def test_an_error_that_is_not_the_users_exits_3_with_the_traceback_in_a_file(
+    pr: Repo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr("repogym.cli.grade", _broken_grade)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.delenv("REPOGYM_DEBUG", raising=False)
+    report = tmp_path / "report.json"
+    assert main(["grade", "-C", str(pr.root), "--json", str(report)]) == 3
+    err = capsys.readouterr().err
+    (line,) = err.splitlines()
+    # Where: the innermost frame in repogym's own code.
+    assert line.startswith("repogym: internal error: RuntimeError at cli.py:")
+    assert ": the grader broke; this is a bug in repogym, not in your change" in line
+    (written,) = tmp_path.glob("repogym-error-*.txt")
+    assert line.endswith(f"the traceback is in {written}")
+    assert "Traceback (most recent call last)" in written.read_text()
+    assert "second line" in written.read_text()
+    data = json.loads(report.read_text())
+    assert data["error"] == {
+        "kind": "internal",
+        "message": "RuntimeError: the grader broke\nsecond line",
+    }
+    assert "components" not in data
+
+
+def test_repogym_debug_prints_the_traceback(
+    pr: Repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("repogym.cli.grade", _broken_grade)
+    monkeypatch.setenv("REPOGYM_DEBUG", "1")
+    assert main(["grade", "-C", str(pr.root)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)")
+    assert err.splitlines()[-1].endswith("the grader broke (traceback above)")
+
+
+def test_a_task_error_writes_an_error_report_and_exits_2(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("base", {".repogym.yml": "version: 1\ntype: bugfix\ntests: {}\n"})
+    report = tmp_path / "report.json"
+    done = run("grade", "--base", "main", "--json", str(report), cwd=repo.root)
+    assert done.returncode == 2
+    data = json.loads(report.read_text())
+    assert data["error"]["kind"] == "task"
+    assert data["error"]["message"].startswith(".repogym.yml@main:")
+    assert data["version"] == 2 and data["tool"]["name"] == "repogym"
+
+
+HIDDEN_TASK = """\
+version: 1
+type: feature
+tests:
+  command: python -m pytest -q -p no:cacheprovider --junitxml={junit}
+  fail_to_pass: [tests/test_hidden.py::test_g]
+  hidden: .repogym/hidden
+"""
+HIDDEN_TEST = "from m import g\n\n\ndef test_g():\n    assert g() == 2\n"
+
+
+def test_hidden_tests_from_outside_for_grade_and_validate(repo: Repo, tmp_path: Path) -> None:
+    repo.commit("base", {".repogym.yml": HIDDEN_TASK, "m.py": "def g():\n    return 1\n"})
+    repo.branch("pr")
+    repo.commit("fix", {"m.py": "def g():\n    return 2\n"})
+    hidden = tmp_path / "hidden"
+    (hidden / "tests").mkdir(parents=True)
+    (hidden / "tests" / "test_hidden.py").write_text(HIDDEN_TEST)
+    report = tmp_path / "report.json"
+    done = run("grade", "--base", "main", "--hidden", str(hidden), "--json", str(report),
+               cwd=repo.root)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(report.read_text())["task"]["hidden_tests"] == "outside"
+    # Without them, the task's own directory is missing at the base: the target fails.
+    assert run("grade", "--base", "main", cwd=repo.root).returncode == 1
+    done = run("validate", "--base", "main", "--hidden", str(hidden), "--solution", "pr",
+               cwd=repo.root)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the reference solution passes" in done.stdout
+    done = run("grade", "--base", "main", "--hidden", str(tmp_path / "nope"), cwd=repo.root)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"repogym: error: hidden tests {str(tmp_path / 'nope')!r} does not exist; pass the "
+        "directory that holds them at the paths they take in the repository"
+    )

@@ -242,7 +242,7 @@ def test_a_tree_broken_beyond_grading_scores_zero(env: RepoEnv) -> None:
     (component,) = info["result"].components
     assert component.name == "submission"
     assert component.messages[0].startswith("cannot grade: ")
-    assert "not a git repository" in component.messages[0]
+    assert "not inside a git work tree" in component.messages[0]
     assert observation["output"] == "FAIL 0.000 (submission=0.00✗)"
 
 

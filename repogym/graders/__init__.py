@@ -1,4 +1,4 @@
-"""Graders: the protocol, the composite, and the built-in graders in grading order."""
+"""Graders: the protocol, the composite, and the built-in graders."""
 
 from repogym.graders.base import Grader
 from repogym.graders.composite import CompositeGrader
@@ -7,16 +7,9 @@ from repogym.graders.perf import PerfGrader
 from repogym.graders.quality import QualityGrader
 from repogym.graders.tests import TestGrader
 
-# The built-in graders, in the spec's grading order; a task runs those it declares.
-BUILTIN_GRADERS: dict[str, type[Grader]] = {
-    "constraints": ConstraintGrader,
-    "tests": TestGrader,
-    "quality": QualityGrader,
-    "perf": PerfGrader,
-}
+# Which built-in graders a task runs, and in what order, is repogym.task.BUILTIN_GRADERS.
 
 __all__ = [
-    "BUILTIN_GRADERS",
     "CompositeGrader",
     "ConstraintGrader",
     "Grader",

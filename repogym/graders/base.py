@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from repogym.models import GradeComponent, GradeResult, Role
+from repogym.models import GradeComponent, Role
 
 if TYPE_CHECKING:
     from repogym.workspace import Workspace
@@ -31,12 +31,6 @@ class Grader:
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         raise NotImplementedError(f"{type(self).__name__} must implement grade(workspace)")
-
-    def grade_result(self, workspace: Workspace) -> GradeResult:
-        """This grader alone, folded into a result as a one-grader composite would."""
-        from repogym.graders.composite import CompositeGrader
-
-        return CompositeGrader([self]).grade_result(workspace)
 
     def __repr__(self) -> str:
         role = f"role={self.role.value!r}" if self.role else ""

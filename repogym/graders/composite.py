@@ -9,6 +9,7 @@ Spec, "Objectives and gates"::
 
 from __future__ import annotations
 
+import importlib
 import os
 import traceback
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,11 @@ from typing import TYPE_CHECKING
 
 from repogym.errors import TaskError
 from repogym.graders.base import Grader
+from repogym.graders.constraints import ConstraintGrader
+from repogym.graders.custom import load_custom_grader
+from repogym.graders.tests import TestGrader
 from repogym.models import GradeComponent, GradeResult, Role
+from repogym.task import BUILTIN_GRADERS
 
 if TYPE_CHECKING:
     from repogym.task import Task
@@ -72,21 +77,11 @@ class CompositeGrader:
         then the custom graders of ``grading.graders``, imported from the ``baseline``
         tree or installed packages, never from the ``submission`` tree. ``hidden``, a
         directory of hidden tests from elsewhere, replaces ``tests.hidden``."""
-        from repogym.graders import BUILTIN_GRADERS
-        from repogym.graders.custom import load_custom_grader
-
-        missing = [name for name in task.builtin_roles() if name not in BUILTIN_GRADERS]
-        if missing:
-            raise TaskError(
-                f"{task.source}: `{missing[0]}`: this version of repogym cannot grade "
-                f"{missing[0]} yet; remove the section or upgrade repogym"
-            )
-        from repogym.graders import ConstraintGrader, TestGrader
-
         graders: list[Grader] = []
         for name in task.builtin_roles():
-            grader_class = BUILTIN_GRADERS[name]
-            if hidden is not None and grader_class in (ConstraintGrader, TestGrader):
+            grader_class = builtin_grader(name)
+            # The two graders that see hidden tests: one runs them, one protects them.
+            if hidden is not None and issubclass(grader_class, (ConstraintGrader, TestGrader)):
                 graders.append(grader_class(hidden=hidden))
             else:
                 graders.append(grader_class())
@@ -100,10 +95,15 @@ class CompositeGrader:
             raise TaskError(f"{task.source}: `grading`: {error}") from None
 
     @classmethod
-    def for_workspace(cls, workspace: Workspace) -> CompositeGrader:
-        """:meth:`from_task` for ``workspace.task``, with custom graders from its baseline."""
+    def for_workspace(
+        cls, workspace: Workspace, *, hidden: str | os.PathLike[str] | None = None
+    ) -> CompositeGrader:
+        """:meth:`from_task` for ``workspace.task``, with custom graders from its baseline
+        and ``hidden`` tests from elsewhere, if given."""
         baseline = workspace.baseline if workspace.task.grading.graders else None
-        return cls.from_task(workspace.task, baseline=baseline, submission=workspace.root)
+        return cls.from_task(
+            workspace.task, baseline=baseline, submission=workspace.root, hidden=hidden
+        )
 
     def grade_result(self, workspace: Workspace) -> GradeResult:
         """Grade ``workspace`` with every grader and fold the components."""
@@ -151,3 +151,10 @@ def _run(grader: Grader, workspace: Workspace) -> GradeComponent:
             messages=[f"grader {grader.name!r} raised {type(error).__name__}{where}: {error}"],
             details={"error": f"{type(error).__name__}: {error}"},
         )
+
+
+def builtin_grader(name: str) -> type[Grader]:
+    """The class of the built-in grader ``name``, from the registry (task.BUILTIN_GRADERS)."""
+    module, _, attribute = BUILTIN_GRADERS[name].partition(":")
+    grader_class: type[Grader] = getattr(importlib.import_module(module), attribute)
+    return grader_class

@@ -21,9 +21,10 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from repogym.errors import JUnitError
 from repogym.graders.base import Grader
 from repogym.graders.swap import TreeSwap
-from repogym.junit import JUnitError, Outcome, iter_cases
+from repogym.junit import Outcome, iter_cases
 from repogym.models import GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import TestsConfig

@@ -119,7 +119,8 @@ def test_role_gate_blocks_instead_of_weighing(workspace: Workspace) -> None:
     assert result.component("no_todo").weight == 0.0
     assert result.score == 0.0
     # A single grader can be run on its own too.
-    assert NoTodoGrader().grade_result(workspace).summary() == "FAIL 0.000 (no_todo=0.00✗)"
+    single = CompositeGrader([NoTodoGrader()]).grade_result(workspace)
+    assert single.summary() == "FAIL 0.000 (no_todo=0.00✗)"
 
 
 def test_bad_composites_are_refused() -> None:

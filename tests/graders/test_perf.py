@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from repogym.graders import BUILTIN_GRADERS, CompositeGrader, PerfGrader
+from repogym.graders import CompositeGrader, PerfGrader
+from repogym.graders.composite import builtin_grader
 from repogym.graders.perf import perf_score
 from repogym.models import GradeComponent, Role
-from repogym.task import parse_task
+from repogym.task import BUILTIN_GRADERS, parse_task
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 
@@ -507,7 +508,7 @@ def test_details_of_a_failed_grade(project: Make) -> None:
 
 def test_perf_is_the_last_builtin_grader() -> None:
     assert list(BUILTIN_GRADERS) == ["constraints", "tests", "quality", "perf"]
-    assert BUILTIN_GRADERS["perf"] is PerfGrader
+    assert builtin_grader("perf") is PerfGrader
 
 
 def test_a_perf_task_grades_through_the_composite(project: Make) -> None:

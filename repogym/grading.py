@@ -1,0 +1,123 @@
+"""``grade()``: the one call that grades a work tree, and the :class:`Grading` it returns.
+
+Every way in (``repogym grade``, ``validate``, ``demo``, RepoEnv's submit, the GitHub
+Action) goes through :func:`grade`, and every report is built from the :class:`Grading`
+alone (``repogym.report.report_dict``), so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogym import git as _git
+from repogym.errors import UsageError, WorkspaceError
+from repogym.graders.composite import CompositeGrader
+from repogym.models import GradeResult
+from repogym.task import Task
+from repogym.workspace import Workspace, task_for
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grading:
+    """One grade and everything a report needs to say what was graded against what.
+
+    ``base_ref`` is the base as given (a branch, tag or sha) and ``base`` its sha; the
+    task was read at ``base`` (or from the file given instead, ``task.source``). The
+    submission, the work tree at ``head``, was compared with ``merge_base``, the best
+    common ancestor of ``base`` and ``head``.
+    """
+
+    repo: Path
+    base_ref: str
+    base: str
+    merge_base: str
+    head: str
+    task: Task
+    hidden: Path | None
+    result: GradeResult
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    @property
+    def score(self) -> float:
+        return self.result.score
+
+    def summary(self) -> str:
+        """The result's summary line, ``PASS 1.000 (constraints=1.00✓(gate), ...)``."""
+        return self.result.summary()
+
+
+def grade(
+    repo: str | os.PathLike[str] = ".",
+    *,
+    base: str | None = None,
+    task: str | os.PathLike[str] | Task | None = None,
+    hidden: str | os.PathLike[str] | None = None,
+) -> Grading:
+    """Grade the work tree of ``repo`` (committed or not, untracked files included)
+    against the merge base of ``base`` and HEAD.
+
+    ``base`` defaults to the remote's default branch, else ``main``, else ``master``.
+    ``task`` is a task file or a loaded :class:`Task`; by default ``.repogym.yml`` as it
+    is at ``base``, never the submission's copy. ``hidden`` is a directory of hidden
+    tests from outside the repository; it replaces ``tests.hidden``.
+
+    Raises:
+        RepogymError: the repository, a ref or the task cannot be used (the user's to
+            fix); grading problems of the submission itself are in the result instead.
+    """
+    top = _git.toplevel(Path(repo).resolve())
+    ref = base if base is not None else default_base(top)
+    base_sha = _git.resolve_commit(top, ref)
+    head = _git.resolve_commit(top, "HEAD")
+    merge_base = _git.merge_base(top, ref, base_sha, head)
+    loaded = task_for(top, base_sha, ref, task)
+    hidden_dir = _hidden_dir(hidden)
+    workspace = Workspace(top, merge_base, loaded, base_ref=ref)
+    grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
+    return Grading(
+        repo=top,
+        base_ref=ref,
+        base=base_sha,
+        merge_base=merge_base,
+        head=head,
+        task=loaded,
+        hidden=hidden_dir,
+        result=grader.grade_result(workspace),
+    )
+
+
+def default_base(repo: Path) -> str:
+    """The remote's default branch, else ``main``, else ``master``."""
+    try:
+        ref = _git.git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], repo)
+        return ref.decode().strip()
+    except WorkspaceError:
+        pass
+    for name in ("main", "master"):
+        try:
+            _git.resolve_commit(repo, name)
+            return name
+        except WorkspaceError:
+            continue
+    raise UsageError(
+        "no base branch: the repository has no origin/HEAD, main or master; pass --base REF"
+    )
+
+
+def _hidden_dir(hidden: str | os.PathLike[str] | None) -> Path | None:
+    """The hidden-tests directory given from outside, checked before grading starts."""
+    if hidden is None:
+        return None
+    path = Path(hidden)
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a directory"
+        raise UsageError(
+            f"hidden tests {str(path)!r} {what}; pass the directory that holds them "
+            "at the paths they take in the repository"
+        )
+    return path.resolve()
