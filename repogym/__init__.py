@@ -4,11 +4,11 @@ The public API is what ``__all__`` lists; every other name, and every module who
 starts with an underscore, may change without notice.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib.metadata as _metadata
 
 try:
-    __version__ = version("repogym")
-except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = _metadata.version("repogym")
+except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 # After __version__, which the modules below read.

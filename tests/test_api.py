@@ -1,0 +1,103 @@
+"""The public surface (issue 8): what ``repogym`` exports, the one registry of built-in
+graders, and imports that form no cycle."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import repogym
+from repogym.graders import Grader
+from repogym.graders.composite import builtin_grader
+from repogym.task import BUILTIN_GRADERS
+
+PACKAGE = Path(repogym.__file__).parent
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert repogym.__all__ == sorted(repogym.__all__)
+    public = {name for name in vars(repogym) if not name.startswith("_")}
+    modules = {name for name in public if isinstance(getattr(repogym, name), type(repogym))}
+    # Everything imported into the package is API; submodules are reached by their path.
+    assert public - modules == set(repogym.__all__) - {"__version__"}
+    for name in repogym.__all__:
+        assert getattr(repogym, name) is not None
+
+
+@pytest.mark.parametrize("name", list(BUILTIN_GRADERS))
+def test_every_registered_grader_is_a_grader_of_that_name(name: str) -> None:
+    grader_class = builtin_grader(name)
+    assert issubclass(grader_class, Grader)
+    assert grader_class.name == name
+    assert grader_class.__name__ in repogym.__all__
+
+
+def _imports(path: Path) -> list[tuple[str, str]]:
+    """The repogym modules ``path`` imports, each with where: ``top`` (run on import),
+    ``typing`` (under ``if TYPE_CHECKING``, never run) or ``block`` (inside a function or
+    a ``try``: run later, which is how a cycle hides)."""
+    tree = ast.parse(path.read_text())
+    kinds: dict[int, str] = {}
+    for node in tree.body:
+        typing = isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for inner in ast.walk(node):
+            kinds[id(inner)] = "typing" if typing else "block"
+        kinds[id(node)] = "typing" if typing else "top"
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:  # repogym has no relative ones
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            if name.startswith("repogym") and _is_module(name):
+                found.append((name, kinds[id(node)]))
+    return found
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent / Path(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_cycles_and_none_hidden_in_functions() -> None:
+    graph: dict[str, set[str]] = {}
+    hidden = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module_name(path)
+        graph[name] = set()
+        for target, kind in _imports(path):
+            if target == name or kind == "typing":
+                continue
+            graph[name].add(target)
+            if kind == "block":
+                hidden.append(f"{name} imports {target} inside a block")
+    assert hidden == []
+    for start in graph:
+        # The package's __init__ re-exports; a submodule reaching it is not a cycle of code.
+        seen: set[str] = set()
+        stack = [t for t in graph[start] if t != "repogym"]
+        while stack:
+            current = stack.pop()
+            assert current != start, f"import cycle through {start}"
+            if current in seen:
+                continue
+            seen.add(current)
+            stack += [t for t in graph.get(current, ()) if t != "repogym"]
+
+
+def test_every_public_name_imports_from_its_module() -> None:
+    for name in repogym.__all__:
+        value = getattr(repogym, name)
+        home = getattr(value, "__module__", None)
+        if home is not None:
+            assert getattr(importlib.import_module(home), name) is value
