@@ -8,13 +8,27 @@ baseline on ``main``, the solution on a ``submission`` branch, and grades it exa
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
 from repogym import git as _git
 from repogym.errors import UsageError
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+def _examples() -> Path:
+    """Where the examples are: inside the installed package (``repogym._examples``, which an
+    editable install maps to the checkout's ``examples/``), else beside the source tree."""
+    try:
+        spec = importlib.util.find_spec("repogym._examples")
+    except ImportError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))).resolve()
+    return Path(__file__).resolve().parent.parent / "examples"
+
+
+EXAMPLES = _examples()
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "repogym demo",
     "GIT_AUTHOR_EMAIL": "demo@example.invalid",
@@ -26,8 +40,8 @@ _IDENTITY = {
 def example_names() -> list[str]:
     if not EXAMPLES.is_dir():
         raise UsageError(
-            f"{EXAMPLES}: the examples are not here; run the demo from a source checkout "
-            "(`pip install -e .` in the repository)"
+            f"{EXAMPLES}: the examples are not here: this installation of repogym is "
+            "incomplete; reinstall it (`pip install --force-reinstall repogym`)"
         )
     return sorted(p.name for p in EXAMPLES.iterdir() if (p / "repo" / ".repogym.yml").is_file())
 
