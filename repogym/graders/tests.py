@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from repogym.graders import _test_findings
 from repogym.graders.base import Grader
 from repogym.graders.swap import TreeSwap
 from repogym.junit import JUnitError, Outcome, iter_cases
@@ -164,6 +165,8 @@ def _score(
     shown = [i for i in results if i.split("::", 1)[0] not in hidden]
     messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
     messages += _missing_hints(f2p, p2p, results, shown, hidden)
+    kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
+    found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
     return GradeComponent(
         name="tests",
         role=workspace.task.tests_role,
@@ -171,6 +174,7 @@ def _score(
         passed=problem is None and not failing and not broken,
         details=details,
         messages=messages,
+        findings=found + _test_findings.warnings(messages),
     )
 
 
