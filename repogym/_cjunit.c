@@ -61,6 +61,7 @@ typedef struct {
     int in_case;
     Py_ssize_t inner;          /* depth inside it */
     PyObject *name, *classname, *file; /* file may be NULL */
+    PyObject *line;            /* its `line` attribute, NULL when it has none */
     int severity;              /* 0 passed, then the index into outcomes */
     int flaky;
     PyObject *message;
@@ -196,6 +197,7 @@ static int verdict(Reader *r, int severity, const XML_Char **atts)
 static int open_case(Reader *r, const XML_Char **atts)
 {
     const char *file = attribute(atts, "file");
+    const char *line = attribute(atts, "line");
     r->in_case = 1;
     /* Each step only once the one before it succeeded: no call with an error set. */
     if ((r->name = text_of(r, attribute(atts, "name"))) == NULL)
@@ -203,6 +205,8 @@ static int open_case(Reader *r, const XML_Char **atts)
     if ((r->classname = text_of(r, attribute(atts, "classname"))) == NULL)
         return -1;
     if (file != NULL && file[0] != '\0' && (r->file = text_of(r, file)) == NULL)
+        return -1;
+    if (line != NULL && (r->line = text_of(r, line)) == NULL)
         return -1;
     return 0;
 }
@@ -257,14 +261,14 @@ static int emit(Reader *r)
     if (file == NULL)
         file = PyList_GET_ITEM(r->suite_files, PyList_GET_SIZE(r->suite_files) - 1);
     /* What tuple.__new__(Case, items) makes, without the call. */
-    PyObject *item = r->case_type->tp_alloc(r->case_type, 7);
+    PyObject *item = r->case_type->tp_alloc(r->case_type, 8);
     if (item == NULL)
         return -1;
-    PyObject *fields[7] = {
+    PyObject *fields[8] = {
         r->name, r->classname, file, r->suites, r->outcomes[r->severity],
-        r->flaky ? Py_True : Py_False, r->message,
+        r->flaky ? Py_True : Py_False, r->message, r->line != NULL ? r->line : Py_None,
     };
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         Py_INCREF(fields[i]);
         PyTuple_SET_ITEM(item, i, fields[i]);
     }
@@ -276,6 +280,7 @@ static int emit(Reader *r)
     Py_CLEAR(r->name);
     Py_CLEAR(r->classname);
     Py_CLEAR(r->file);
+    Py_CLEAR(r->line);
     Py_INCREF(r->empty);
     Py_SETREF(r->message, r->empty);
     return appended;
@@ -464,6 +469,7 @@ static void Reader_dealloc(Reader *r)
     Py_XDECREF(r->name);
     Py_XDECREF(r->classname);
     Py_XDECREF(r->file);
+    Py_XDECREF(r->line);
     Py_XDECREF(r->message);
     Py_XDECREF(r->text);
     Py_XDECREF(r->doctype);

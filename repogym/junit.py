@@ -64,6 +64,9 @@ class Case(NamedTuple):
     outcome: Outcome  # from its children: failure, error, skipped, or none (passed)
     flaky: bool = False  # had flakyFailure/flakyError/rerunFailure/rerunError children
     message: str = ""  # for a failure, error or skip: its message, at most MAX_MESSAGE chars
+    # Its own `line` attribute as written, unchecked: where the test is defined, counted
+    # from 0 by pytest and from 1 by xmlrunner (a finding's line: graders/_test_findings.py).
+    line: str | None = None
 
 
 def iter_cases(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Case]:
@@ -366,6 +369,7 @@ class _Reader:
                 self.outcome,
                 self.flaky,
                 self.message,
+                attrs.get("line"),
             ),
         )
         self.ready.append(case)

@@ -10,6 +10,11 @@ from typing import Any, Literal
 
 Level = Literal["failure", "warning", "notice"]
 
+# Findings a built-in grader puts on one component: two requests of GitHub's 50
+# annotations, enough to act on without turning a flood (a pattern matched on every line)
+# into a report of thousands of entries. What is past the cap is counted, not dropped.
+MAX_FINDINGS = 100
+
 
 class Role(str, Enum):
     """How a component counts (spec: "Objectives and gates")."""
@@ -55,6 +60,17 @@ class Finding:
             "message": self.message,
             "level": self.level,
         }
+
+
+def capped_findings(findings: Sequence[Finding], noun: str = "finding") -> tuple[Finding, ...]:
+    """The first :data:`MAX_FINDINGS` of ``findings`` and, when there were more, one more
+    finding without a place that counts the rest (``noun``: what they are, singular)."""
+    kept = tuple(findings[:MAX_FINDINGS])
+    rest = len(findings) - len(kept)
+    if rest <= 0:
+        return kept
+    more = f"{rest} more {noun}{'' if rest == 1 else 's'} not listed"
+    return (*kept, Finding(title="not listed", message=more, level="notice"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

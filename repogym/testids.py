@@ -71,6 +71,9 @@ class TestResult:
     flaky: bool
     message: str
     attempts: int  # how many attempts (reruns) the report had for this id
+    # The `line` attribute the report gave the test, as a number (pytest counts from 0,
+    # xmlrunner from 1): where a finding points (graders/_test_findings.py).
+    line: int | None = None
 
 
 def test_id(case: Case, *, exists: Callable[[str], bool], known_ids: Collection[str] = ()) -> str:
@@ -106,10 +109,11 @@ def collect(
 class _Attempt:
     """One run of a test, from one or more testcases: the worst of them decides."""
 
-    __slots__ = ("flaky", "message", "outcome")
+    __slots__ = ("flaky", "line", "message", "outcome")
 
     def __init__(self, case: Case) -> None:
         self.outcome, self.message, self.flaky = case.outcome, case.message, case.flaky
+        self.line = case.line
 
     def add(self, case: Case) -> None:
         if _SEVERITY[case.outcome] > _SEVERITY[self.outcome]:
@@ -145,8 +149,20 @@ def _result(attempts: list[_Attempt]) -> TestResult:
         flaky = flaky or (broken and attempt.outcome is Outcome.PASSED)
         broken = broken or attempt.outcome in _BROKEN
     return TestResult(
-        outcome=final.outcome, flaky=flaky, message=final.message, attempts=len(attempts)
+        outcome=final.outcome,
+        flaky=flaky,
+        message=final.message,
+        attempts=len(attempts),
+        line=_reported_line(final.line),
     )
+
+
+def _reported_line(line: str | None) -> int | None:
+    """A report's ``line`` attribute as a number, or None when it is not one (the report
+    is untrusted: no sign, no spaces, at most 9 digits)."""
+    if line is None or not 0 < len(line) <= 9 or not line.isascii() or not line.isdigit():
+        return None
+    return int(line)
 
 
 def _exists_in(tree: Path) -> Callable[[str], bool]:

@@ -72,6 +72,7 @@ def test_grade_passes_and_writes_reports(pr: Repo, tmp_path: Path) -> None:
         "messages",
         "findings",
     }
+    assert report["components"][0]["findings"] == []
     assert "| quality | objective | 1 | 1.00 | ✓ |" in md.read_text()
 
 

@@ -72,7 +72,7 @@ E       AssertionError</failure>
 
 
 def test_each_outcome_of_a_pytest_report(tmp_path: Path) -> None:
-    def case(name: str, outcome: Outcome, message: str = "") -> Case:
+    def case(name: str, outcome: Outcome, message: str = "", line: str | None = None) -> Case:
         return Case(
             name=name,
             classname="tests.test_a",
@@ -80,10 +80,11 @@ def test_each_outcome_of_a_pytest_report(tmp_path: Path) -> None:
             suites=("pytest",),
             outcome=outcome,
             message=message,
+            line=line,
         )
 
     assert cases(tmp_path, PYTEST) == [
-        case("test_ok", Outcome.PASSED),
+        case("test_ok", Outcome.PASSED, line="3"),
         case("test_fails", Outcome.FAILED, "AssertionError: assert 1 == 2"),
         case("test_broken_fixture", Outcome.ERROR, 'failed on setup with "RuntimeError: no db"'),
         case("test_later", Outcome.SKIPPED, "needs the network"),

@@ -115,7 +115,7 @@ def a_case(rng: Random) -> str:
         else:  # neither counts as a case or suite of its own
             children.append("<testcase name='in'/><testsuite name='in' file='in'/>")
     body = "".join(children)
-    open_tag = f"<testcase{attrs(rng, ['name', 'classname', 'file', 'time'])}"
+    open_tag = f"<testcase{attrs(rng, ['name', 'classname', 'file', 'line', 'time'])}"
     return f"{open_tag}>{body}</testcase>" if body or rng.random() < 0.5 else open_tag + "/>"
 
 

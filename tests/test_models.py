@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from repogym.models import Finding, GradeComponent, GradeResult, Role
+from repogym.models import MAX_FINDINGS, Finding, GradeComponent, GradeResult, Role, capped_findings
 
 
 def test_component_defaults_to_objective_and_normalises() -> None:
@@ -133,3 +133,16 @@ def test_finding_refuses_what_an_annotation_cannot_show(
 def test_component_findings_must_be_findings() -> None:
     with pytest.raises(TypeError, match="findings must be Finding, not str"):
         GradeComponent(name="x", score=0, passed=False, findings=["oops"])  # type: ignore[list-item]
+
+
+def test_findings_are_capped_and_the_rest_counted() -> None:
+    found = [Finding(message=f"m{i}", path="a.py", line=i + 1) for i in range(MAX_FINDINGS + 2)]
+    assert capped_findings(found[:MAX_FINDINGS]) == tuple(found[:MAX_FINDINGS])
+    assert capped_findings(found[: MAX_FINDINGS + 1], "failing test")[MAX_FINDINGS:] == (
+        Finding(title="not listed", message="1 more failing test not listed", level="notice"),
+    )
+    capped = capped_findings(found)
+    assert capped[:MAX_FINDINGS] == tuple(found[:MAX_FINDINGS])
+    assert capped[MAX_FINDINGS:] == (
+        Finding(title="not listed", message="2 more findings not listed", level="notice"),
+    )

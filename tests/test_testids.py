@@ -477,21 +477,25 @@ def test_pytest(pytest_project: Path, family: str) -> None:
 def test_pytest_rerunfailures_recorded() -> None:
     results = collect(iter_cases(DATA / "pytest-rerunfailures.xml"), tree=Path("/nonexistent"))
     assert results == {
-        "tests/test_rr.py::test_flaky": TestResult(outcome=P, flaky=True, message="", attempts=2),
+        "tests/test_rr.py::test_flaky": TestResult(
+            outcome=P, flaky=True, message="", attempts=2, line=10
+        ),
         "tests/test_rr.py::test_always": TestResult(
-            outcome=F, flaky=False, message="assert 0", attempts=3
+            outcome=F, flaky=False, message="assert 0", attempts=3, line=13
         ),
         "tests/test_rr.py::test_setup_on_rerun": TestResult(
             outcome=F,
             flaky=False,
             message="AssertionError: assert 2 >= 3\n +  where 2 = bump('sor')",
             attempts=3,
+            line=21,
         ),
         "tests/test_rr.py::test_td_fail": TestResult(
             outcome=E,
             flaky=False,
             message='failed on teardown with "RuntimeError: td"',
             attempts=3,
+            line=29,
         ),
     }
 

@@ -22,7 +22,7 @@ from repogym.graders.base import Grader
 from repogym.graders.constraints import ConstraintGrader
 from repogym.graders.custom import load_custom_grader
 from repogym.graders.tests import TestGrader
-from repogym.models import GradeComponent, GradeResult, Role
+from repogym.models import Finding, GradeComponent, GradeResult, Role
 from repogym.task import BUILTIN_GRADERS
 
 if TYPE_CHECKING:
@@ -143,13 +143,16 @@ def _run(grader: Grader, workspace: Workspace) -> GradeComponent:
     except Exception as error:  # a broken grader must not take the others down (issue 2)
         frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+        message = f"grader {grader.name!r} raised {type(error).__name__}{where}: {error}"
         return GradeComponent(
             name=grader.name,
             score=0.0,
             passed=False,
             role=grader.role or grader.default_role(workspace),
-            messages=[f"grader {grader.name!r} raised {type(error).__name__}{where}: {error}"],
+            messages=[message],
             details={"error": f"{type(error).__name__}: {error}"},
+            # No place: the frame is in the grader's code, not in the submission.
+            findings=[Finding(title="error", message=message)],
         )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
 from repogym.workspace import Workspace, files_under, shown_path
 
@@ -52,7 +52,8 @@ class ConstraintGrader(Grader):
             "required_patterns": c.required_patterns,
         }
         rules += [(rule, _RULES[rule]) for rule, value in declared.items() if value is not None]
-        checks = [_check(rule, list(find(workspace))) for rule, find in rules]
+        found = [(rule, list(find(workspace))) for rule, find in rules]
+        checks = [_check(rule, violations) for rule, violations in found]
         violated = [check for check in checks if not check["passed"]]
         messages = [violation["message"] for check in violated for violation in check["violations"]]
         return GradeComponent(
@@ -62,11 +63,26 @@ class ConstraintGrader(Grader):
             passed=not violated,
             details={"checks": checks},
             messages=messages or [f"no violation ({_plural(len(checks), 'check')})"],
+            findings=_findings(found),
         )
 
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _findings(found: list[tuple[str, list[Violation]]]) -> tuple[Finding, ...]:
+    """One finding per violation, titled with its rule's key, at its file and line when
+    it has them (capped as every component's findings are)."""
+    findings = []
+    for rule, violations in found:
+        for violation in violations:
+            message = violation["message"]
+            if rule == "forbidden_patterns":  # the place is the finding's own: not repeated
+                message = f"forbidden pattern {violation['pattern']!r}"
+            path, line = violation.get("path"), violation.get("line")
+            findings.append(Finding(title=rule, path=path, line=line, message=message))
+    return capped_findings(findings, "violation")
 
 
 def _check(rule: str, violations: list[Violation]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from repogym import git as _git
 from repogym.graders.base import Grader
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import PerfConfig, Task
 from repogym.workspace import Workspace, export_tree
@@ -124,7 +124,7 @@ def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Pat
     if setup and perf is not None:
         result = runner.run(setup, tree, timeout=perf.timeout)
         if not result.ok:
-            raise _Failure(f"setup failed in the {side} ({result.describe()})", result)
+            raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
 
 
@@ -145,12 +145,16 @@ def _bytecode_caches(runner: Runner, root: Path) -> dict[Side, dict[str, str]]:
 
 
 class _Failure(Exception):
-    """Why there is no speed-up to score, and the run that shows it."""
+    """Why there is no speed-up to score, the run that shows it, and the task key of the
+    command that failed (a finding's title)."""
 
-    def __init__(self, problem: str, run: CommandResult | None = None) -> None:
+    def __init__(
+        self, problem: str, run: CommandResult | None = None, key: str = "command"
+    ) -> None:
         super().__init__(problem)
         self.problem = problem
         self.run = run
+        self.key = key
 
 
 @dataclass(slots=True)
@@ -255,7 +259,12 @@ def _component(config: PerfConfig, timings: _Timings, failure: _Failure | None) 
         if failure.run is not None and failure.run.tail():
             messages.append("output tail:\n" + failure.run.tail())
         return GradeComponent(
-            name=PerfGrader.name, score=0.0, passed=False, details=details, messages=messages
+            name=PerfGrader.name,
+            score=0.0,
+            passed=False,
+            details=details,
+            messages=messages,
+            findings=[Finding(title=failure.key, message=f"score 0: {failure.problem}")],
         )
     fastest = {side: min(timings.times[side]) for side in SIDES}
     speedup = fastest["baseline"] / fastest["candidate"]
@@ -264,13 +273,35 @@ def _component(config: PerfConfig, timings: _Timings, failure: _Failure | None) 
     )
     score = perf_score(speedup, config.noise_floor, config.min_speedup)
     passed = speedup >= config.min_speedup
+    messages = _messages(config, fastest, speedup, passed)
     return GradeComponent(
         name=PerfGrader.name,
         score=score,
         passed=passed,
         details=details,
-        messages=_messages(config, fastest, speedup, passed),
+        messages=messages,
+        findings=_findings(config, speedup, messages),
     )
+
+
+def _findings(config: PerfConfig, speedup: float, messages: list[str]) -> list[Finding]:
+    """A speed-up short of passing as one finding titled with the key it falls short of;
+    a benchmark too short to measure well as a warning."""
+    findings = []
+    # Truncated, not rounded: 1.149× below a floor of 1.15 must not read as 1.15×.
+    shown = f"speed-up {math.floor(speedup * 100) / 100:.2f}×"
+    if speedup < config.noise_floor:
+        message = f"{shown} is below the noise floor of {config.noise_floor:g}×: score 0"
+        findings.append(Finding(title="noise_floor", message=message))
+    elif speedup < config.min_speedup:
+        message = f"{shown}; {config.min_speedup:g}× needed to pass"
+        findings.append(Finding(title="min_speedup", message=message))
+    findings += [
+        Finding(title="command", level="warning", message=m.removeprefix("warning: "))
+        for m in messages
+        if m.startswith("warning: ")
+    ]
+    return findings
 
 
 def _messages(

@@ -13,10 +13,16 @@ from typing import Any
 from repogym.globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.metrics import measure_source
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.workspace import Workspace, shown_path
 
 MAX_LISTED = 100
+# The task key of each limit, a finding's title; a file that does not parse breaks all.
+_KEYS = {
+    "length": "max_function_length",
+    "complexity": "max_cyclomatic_complexity",
+    "syntax": "syntax",
+}
 
 
 class QualityGrader(Grader):
@@ -56,6 +62,7 @@ class QualityGrader(Grader):
             passed=not violations,
             details=details,
             messages=messages or [f"{len(files)} Python files within every limit"],
+            findings=capped_findings([_finding(v) for v in listed], "violation"),
         )
 
 
@@ -102,6 +109,15 @@ def _unparsable(path: str, line: int, reason: str) -> dict[str, Any]:
         "limit": None,
         "message": f"does not parse: {reason}",
     }
+
+
+def _finding(v: dict[str, Any]) -> Finding:
+    # At the function's `def` line (metrics.py), or where the file stops parsing.
+    if v["metric"] == "syntax":
+        message = v["message"]
+    else:
+        message = f"{v['function']} has {v['metric']} {v['value']} (limit {v['limit']})"
+    return Finding(title=_KEYS[v["metric"]], path=v["path"], line=v["line"], message=message)
 
 
 def _message(v: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from repogym.errors import JUnitError
+from repogym.graders import _test_findings
 from repogym.graders.base import Grader
 from repogym.graders.swap import TreeSwap
 from repogym.junit import Outcome, iter_cases
@@ -165,6 +166,8 @@ def _score(
     shown = [i for i in results if i.split("::", 1)[0] not in hidden]
     messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
     messages += _missing_hints(f2p, p2p, results, shown, hidden)
+    kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
+    found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
     return GradeComponent(
         name="tests",
         role=workspace.task.tests_role,
@@ -172,6 +175,7 @@ def _score(
         passed=problem is None and not failing and not broken,
         details=details,
         messages=messages,
+        findings=found + _test_findings.warnings(messages),
     )
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader, Grader
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 from tests.spec_example import NoTodoGrader
@@ -95,6 +95,32 @@ def test_a_raising_grader_fails_alone(workspace: Workspace) -> None:
     assert "raised RuntimeError" in broken.messages[0] and "boom" in broken.messages[0]
     assert result.component("a").passed
     assert result.score == 0.5
+
+
+def test_a_raising_grader_is_one_finding_without_a_place(workspace: Workspace) -> None:
+    result = CompositeGrader([Exploding(), Fixed("a", 1.0, True)]).grade_result(workspace)
+    line = Exploding.grade.__code__.co_firstlineno + 1  # its `raise`
+    message = f"grader 'exploding' raised RuntimeError at test_composite.py:{line}: boom"
+    assert result.component("exploding").findings == (Finding(title="error", message=message),)
+    assert result.component("exploding").messages == (message,)
+    assert result.component("a").findings == ()
+
+
+class Pointing(Grader):
+    """A custom grader that reports its own findings."""
+
+    name = "pointing"
+
+    def grade(self, workspace: Workspace) -> GradeComponent:
+        finding = Finding(title="todo", path="src/a.py", line=2, message="a TODO", level="warning")
+        return GradeComponent(name=self.name, score=1.0, passed=True, findings=[finding])
+
+
+def test_a_custom_graders_findings_reach_the_report(workspace: Workspace) -> None:
+    result = CompositeGrader([Pointing()]).grade_result(workspace)
+    assert result.to_dict()["components"][0]["findings"] == [
+        {"path": "src/a.py", "line": 2, "title": "todo", "message": "a TODO", "level": "warning"}
+    ]
 
 
 def test_graders_run_in_the_order_given(workspace: Workspace) -> None:

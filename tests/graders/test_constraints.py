@@ -11,7 +11,7 @@ import pytest
 
 from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader
-from repogym.models import GradeComponent, Role
+from repogym.models import MAX_FINDINGS, Finding, GradeComponent, Role
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 
@@ -806,3 +806,91 @@ def test_hidden_tests_from_elsewhere_are_protected_where_injected(
     graders = CompositeGrader.from_task(workspace.task, hidden=hidden).graders
     assert [getattr(g, "hidden", None) for g in graders] == [hidden, None]
     assert ConstraintGrader(hidden=str(hidden)).grade(workspace).details == component.details
+
+
+# -- findings -----------------------------------------------------------------------------
+
+
+def test_every_violation_is_a_finding_at_its_file_and_line(repo: Repo) -> None:
+    constraints = r"""
+    protected: [docs/**]
+    allowed_files: [src/**]
+    max_files_changed: 2
+    max_lines_changed: 3
+    forbidden_patterns: ['breakpoint\(']
+    required_patterns: ['^def main\(']
+    """
+    based(repo, task(constraints), {"src/a.py": "x = 1\n", "docs/guide.md": "old\n"})
+    repo.write(
+        {
+            "src/a.py": "x = 1\nbreakpoint()\ny = 2\nbreakpoint(); breakpoint()\n",
+            "docs/guide.md": "new\n",
+            "notes.txt": "n\n",
+        }
+    )
+    component = grade(repo)
+    assert component.findings == (
+        Finding(
+            title="protected",
+            path="docs/guide.md",
+            message="docs/guide.md is protected (matched by constraints.protected) "
+            "and was modified",
+        ),
+        Finding(
+            title="allowed_files",
+            path="docs/guide.md",
+            message="docs/guide.md changed but is outside allowed_files (src/**)",
+        ),
+        Finding(
+            title="allowed_files",
+            path="notes.txt",
+            message="notes.txt changed but is outside allowed_files (src/**)",
+        ),
+        Finding(title="max_files_changed", message="3 files changed; at most 2 allowed"),
+        Finding(
+            title="max_lines_changed",
+            message="6 lines changed (added + removed); at most 3 allowed",
+        ),
+        # Two matches on one line are one finding there.
+        Finding(
+            title="forbidden_patterns",
+            path="src/a.py",
+            line=2,
+            message=r"forbidden pattern 'breakpoint\\('",
+        ),
+        Finding(
+            title="forbidden_patterns",
+            path="src/a.py",
+            line=4,
+            message=r"forbidden pattern 'breakpoint\\('",
+        ),
+        Finding(
+            title="required_patterns",
+            message=r"no file matches required pattern '^def main\\('",
+        ),
+    )
+    assert component.to_dict()["findings"][5] == {
+        "path": "src/a.py",
+        "line": 2,
+        "title": "forbidden_patterns",
+        "message": r"forbidden pattern 'breakpoint\\('",
+        "level": "failure",
+    }
+
+
+def test_a_passing_gate_has_no_finding(repo: Repo) -> None:
+    based(repo, task(r"forbidden_patterns: ['breakpoint\(']"), {"src/a.py": "x = 1\n"})
+    repo.write({"src/a.py": "x = 2\n"})
+    component = grade(repo)
+    assert component.passed and component.findings == ()
+
+
+def test_findings_stop_at_the_cap_and_count_the_rest(repo: Repo) -> None:
+    based(repo, task(r"forbidden_patterns: ['breakpoint\(']"), {"src/a.py": ""})
+    repo.write({"src/a.py": "breakpoint()\n" * (MAX_FINDINGS + 30)})
+    findings = grade(repo).findings
+    assert len(findings) == MAX_FINDINGS + 1
+    assert [f.line for f in findings[:MAX_FINDINGS]] == list(range(1, MAX_FINDINGS + 1))
+    assert findings[-1] == Finding(
+        title="not listed", message="30 more violations not listed", level="notice"
+    )

@@ -20,7 +20,7 @@ import pytest
 from repogym.graders import CompositeGrader, PerfGrader
 from repogym.graders.composite import builtin_grader
 from repogym.graders.perf import perf_score
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role
 from repogym.task import BUILTIN_GRADERS, parse_task
 from repogym.workspace import Workspace
 from tests.conftest import Repo
@@ -516,3 +516,57 @@ def test_a_perf_task_grades_through_the_composite(project: Make) -> None:
     result = CompositeGrader.for_workspace(workspace).grade_result(workspace)
     assert [c.name for c in result.components] == ["constraints", "perf"]
     assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), perf=1.00✓)"
+
+
+# -- findings -----------------------------------------------------------------------------
+
+
+def test_below_the_noise_floor_is_one_finding(project: Make) -> None:
+    component = reported(project, [0.6]).grade({"report": [0.55]})
+    assert component.findings == (
+        Finding(
+            title="noise_floor", message="speed-up 1.09× is below the noise floor of 1.15×: score 0"
+        ),
+    )
+
+
+def test_short_of_min_speedup_is_one_finding(project: Make) -> None:
+    component = reported(project, [1.6]).grade({"report": [0.8]})
+    assert component.findings == (
+        Finding(title="min_speedup", message="speed-up 2.00×; 4× needed to pass"),
+    )
+
+
+def test_a_passing_speedup_has_no_finding(project: Make) -> None:
+    component = reported(project, [3.0]).grade({"report": [0.6]})
+    assert component.passed and component.findings == ()
+
+
+def test_a_failed_benchmark_is_one_finding_without_a_place(project: Make) -> None:
+    component = project({"changed": True}).grade({"exit": 3})
+    assert component.findings == (
+        Finding(
+            title="command",
+            message="score 0: the candidate benchmark (pair 1 of 2) exited with code 3",
+        ),
+    )
+
+
+def test_a_failed_setup_is_a_finding_titled_setup(project: Make, repo: Repo) -> None:
+    perf = project(setup=SETUP + " && test ! -e broken")
+    repo.write({"broken": ""})
+    (finding,) = perf.grade().findings
+    assert finding.title == "setup" and finding.path is None
+    assert finding.message.startswith("score 0: setup failed in the candidate (exit code 1")
+
+
+def test_a_short_benchmark_is_a_warning_finding(project: Make) -> None:
+    component = reported(project, [1.2]).grade({"report": [0.4]})
+    assert [(f.title, f.level) for f in component.findings] == [
+        ("min_speedup", "failure"),
+        ("command", "warning"),
+    ]
+    assert component.findings[1].message == (
+        "the candidate benchmark's fastest run took 0.400 s, under half a second, "
+        "so start-up dominates the figure: make the benchmark run longer"
+    )

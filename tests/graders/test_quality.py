@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from repogym.graders import CompositeGrader, QualityGrader
-from repogym.models import GradeComponent, Role
+from repogym.models import MAX_FINDINGS, Finding, GradeComponent, Role
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 
@@ -268,6 +268,49 @@ def test_violations_listed_at_most_one_hundred(repo: Repo) -> None:
     assert component.details["violations_not_listed"] == 3
     assert len(component.messages) == 100
     assert component.details["violations"][-1]["function"] == "f99"
+
+
+# -- findings -----------------------------------------------------------------------------
+
+
+def test_each_violation_is_a_finding_at_the_def_line(repo: Repo) -> None:
+    based(repo, task(length=3), {"src/a.py": "", "src/z.py": "", "src/ok.py": SHORT})
+    decorated = "import functools\n\n\n@functools.cache\n" + LONG
+    repo.write({"src/a.py": BRANCHY, "src/z.py": decorated, "src/b.py": "def broken(:\n"})
+    component = grade(repo)
+    assert [(f.path, f.line, f.title, f.level) for f in component.findings] == [
+        ("src/a.py", 1, "max_cyclomatic_complexity", "failure"),
+        ("src/a.py", 1, "max_function_length", "failure"),
+        ("src/b.py", 1, "syntax", "failure"),
+        ("src/z.py", 5, "max_function_length", "failure"),  # the def, not the decorator
+    ]
+    messages = [f.message for f in component.findings]
+    assert messages[0] == "branchy has complexity 3 (limit 2)"
+    assert messages[1] == "branchy has length 4 (limit 3)"
+    assert messages[2].startswith("does not parse: ")
+    assert messages[3] == "long_one has length 5 (limit 3)"
+
+
+def test_within_limits_no_finding(repo: Repo) -> None:
+    based(repo, task(), {"src/a.py": SHORT})
+    assert grade(repo).findings == ()
+
+
+def test_findings_past_the_cap_are_counted(repo: Repo) -> None:
+    count = MAX_FINDINGS + 3
+    source = "\n\n".join(LONG.replace("long_one", f"f{i}") for i in range(count))
+    based(repo, task(complexity=None), {"src/a.py": source})
+    findings = grade(repo).findings
+    assert len(findings) == MAX_FINDINGS + 1
+    assert findings[MAX_FINDINGS - 1] == Finding(
+        title="max_function_length",
+        path="src/a.py",
+        line=1 + 7 * (MAX_FINDINGS - 1),
+        message=f"f{MAX_FINDINGS - 1} has length 5 (limit 4)",
+    )
+    assert findings[-1] == Finding(
+        title="not listed", message="3 more violations not listed", level="notice"
+    )
 
 
 # -- roles --------------------------------------------------------------------------------
