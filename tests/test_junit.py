@@ -448,7 +448,7 @@ def test_chunk_boundaries_change_nothing(tmp_path: Path, monkeypatch: pytest.Mon
 # mismatch names the seed: ``generate(seed)`` rebuilds its document.
 
 DOCUMENTS = 800
-CHUNKS = (1, 3, 17, 4096, repogym.junit._CHUNK)
+CHUNKS = (1, 17, 4096, repogym.junit._CHUNK)  # 1 splits every token and character
 SMALL = 16_000  # documents above this many bytes skip the tiny chunks (they only cost time)
 
 SPACES = [" ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\x85", "\u2028", "&#10;", "&#x3000;"]
@@ -670,13 +670,19 @@ def read(path: Path) -> Result:
     return repr(found), None
 
 
+@pytest.fixture(scope="module")
+def documents() -> list[bytes]:
+    """The document of every seed, generated once for the tests below."""
+    return [generate(seed) for seed in range(DOCUMENTS)]
+
+
 @pytest.mark.parametrize("first", range(0, DOCUMENTS, 100))
 def test_random_reports_whatever_the_chunks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, documents: list[bytes], first: int
 ) -> None:
     path = tmp_path / "report.xml"
     for seed in range(first, first + 100):
-        data = generate(seed)
+        data = documents[seed]
         path.write_bytes(data)
         where = f"seed {seed}: generate({seed}) is\n{data!r}"
         monkeypatch.setattr(repogym.junit, "_CHUNK", CHUNKS[-1])
@@ -694,8 +700,7 @@ def test_random_reports_whatever_the_chunks(
                 assert result[1] == expected[1], f"chunks of {chunk} changed the error, {where}"
 
 
-def test_the_generator_covers_what_it_should() -> None:
-    documents = [generate(seed) for seed in range(DOCUMENTS)]
+def test_the_generator_covers_what_it_should(documents: list[bytes]) -> None:
     utf16 = "testsuite".encode("utf-16-le")
     for feature in [b"<!DOCTYPE", b"<!ENTITY", b"no-such-codec", b"utf-32", utf16, b"o\x81k"]:
         assert sum(feature in d for d in documents) >= 3, feature
