@@ -134,21 +134,25 @@ class Runner:
     ) -> CommandResult:
         _become_subreaper()
         start = time.monotonic()
-        process = self._spawn(command, cwd, full_env)
-        _tracked.add(process.pid)
-        stdout, stderr = (
-            _Tail(process.stdout, self.output_cap),
-            _Tail(process.stderr, self.output_cap),
-        )
+        process: subprocess.Popen[bytes] | None = None
         timed_out = False
+        # Everything from the spawn on is inside the try: a signal (raised as an exception
+        # by the CLI) may arrive at any line, and the command must not outlive it. Spawned
+        # but not yet returned, it is still our child, which _kill_leftovers kills.
         try:
+            process = self._spawn(command, cwd, full_env)
+            _tracked.add(process.pid)
+            stdout, stderr = (
+                _Tail(process.stdout, self.output_cap),
+                _Tail(process.stderr, self.output_cap),
+            )
             timed_out = not _wait_exit(process, timeout)
         finally:
             duration = time.monotonic() - start
-            _kill_group(process.pid)
-            if timed_out:
-                process.wait()
-            _tracked.discard(process.pid)
+            if process is not None:
+                _kill_group(process.pid)
+                process.wait()  # at once if it exited; else it was just killed
+                _tracked.discard(process.pid)
             _kill_leftovers(marker)
         stdout.join()
         stderr.join()

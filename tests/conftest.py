@@ -72,16 +72,3 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
     # The machine's own git config must not change what the tests see.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-@pytest.fixture(params=["c", "python"])
-def junit_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test once with each JUnit reader: the C one (``repogym._cjunit``, which the
-    dev install builds) and the pure Python one it must match."""
-    import repogym.junit
-
-    if request.param == "c":
-        assert repogym.junit._cjunit is not None, "the C reader was not built"
-    else:
-        monkeypatch.setattr(repogym.junit, "_cjunit", None)
-    return str(request.param)

@@ -7,12 +7,12 @@ then one line and exit code 128 + the signal's number.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,44 +50,76 @@ def start(
     )
 
 
-def processes_running(needle: str) -> list[int]:
-    """Live processes whose command line holds ``needle`` (zombies have none): for the
-    test command, its shell and the ``sleep`` the shell started."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if needle.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
+# How long a test may wait for what it waits on: only a backstop against a hang, so
+# generous enough for a machine under any load (issue 8). Nothing here waits on a clock.
+BACKSTOP = 600
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+def ready_to_read(fd: int, process: subprocess.Popen[str], what: str) -> None:
+    """Block until ``fd`` can be read; fail at once if ``process`` exits first."""
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        ready, _, _ = select.select([fd, pidfd], [], [], BACKSTOP)
+    finally:
+        os.close(pidfd)
+    if fd not in ready:
+        ended = f"exited with {process.poll()}" if pidfd in ready else "is still running"
+        raise AssertionError(f"no sign of {what}: repogym {ended}")
 
 
-def slow_grade(repo: Repo, signum: int) -> str:
-    """A submission whose test command sleeps; how long, to find its processes by."""
-    # A duration no other process uses, to find the test command by; short enough that
-    # what a regression leaves behind goes away on its own.
-    sleep = f"{150 + os.getpid() % 1000 / 1000:.3f}{signum:02d}"
+def first_line(process: subprocess.Popen[str]) -> str:
+    """The first line ``process`` prints, once it prints it."""
+    assert process.stdout is not None
+    ready_to_read(process.stdout.fileno(), process, "a first line")
+    return process.stdout.readline()
+
+
+class Started:
+    """The test command of :func:`slow_grade`, once it runs: a FIFO that the command
+    writes its shell's pid and its ``sleep``'s pid to, and the pidfds of those two."""
+
+    def __init__(self, fifo: Path) -> None:
+        os.mkfifo(fifo)
+        # Open before repogym starts, without blocking, so that the command's write
+        # never waits for a reader.
+        self.fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.pidfds: list[int] = []
+
+    def wait(self, grade: subprocess.Popen[str]) -> None:
+        ready_to_read(self.fd, grade, "the test command")
+        pids = os.read(self.fd, 100).split()
+        assert len(pids) == 2, pids
+        self.pidfds = [os.pidfd_open(int(pid)) for pid in pids]
+
+    def all_exited(self) -> bool:
+        """Whether both processes have exited (a pidfd reads ready once it has)."""
+        ready, _, _ = select.select(self.pidfds, [], [], 0)
+        return len(ready) == len(self.pidfds)
+
+    def close(self) -> None:
+        """Close the FIFO, and kill what a failed test may have left running."""
+        for pidfd in self.pidfds:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        for fd in [self.fd, *self.pidfds]:
+            os.close(fd)
+
+
+def slow_grade(repo: Repo, tmp_path: Path) -> Started:
+    """A submission whose test command says it started, then sleeps."""
+    started = tmp_path / "started"
+    # The sleep runs in the background so that both pids are known once the command says
+    # it started.
     task = (
         "version: 1\ntype: bugfix\ntests:\n"
-        f"  command: sleep {sleep}; python -m pytest --junitxml={{junit}}\n"
+        f"  command: sleep 600 & echo $$ $! > {started}; wait $!; "
+        "python -m pytest --junitxml={junit}\n"
         "  fail_to_pass: [tests/test_a.py::test_a]\n"
     )
     repo.commit("base", {".repogym.yml": task, "tests/test_a.py": BASE_TEST})
     repo.branch("pr")
     repo.write({"tests/test_a.py": SUBMITTED_TEST})
-    return sleep
+    return Started(started)
 
 
 def stop(process: subprocess.Popen[str]) -> None:
@@ -98,19 +130,22 @@ def stop(process: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signal_during_grade_cleans_up(repo: Repo, tmp_path: Path, signum: int) -> None:
-    duration = slow_grade(repo, signum)
+    started = slow_grade(repo, tmp_path)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     grade = start(["grade"], repo.root, {"TMPDIR": str(scratch)})
     try:
-        wait_for(lambda: len(processes_running(duration)) == 2, "the test command to start")
+        started.wait(grade)
         # The TestGrader has put the base's test file in place for the run.
         assert (repo.root / "tests/test_a.py").read_text() == BASE_TEST
         assert any(p.name.startswith("repogym-swap-") for p in scratch.iterdir())
         grade.send_signal(signum)
-        out, err = grade.communicate(timeout=60)
+        out, err = grade.communicate(timeout=BACKSTOP)
+        # Killed and waited for before repogym exits, the sleep (a grandchild) included.
+        assert started.all_exited()
     finally:
         stop(grade)
+        started.close()
     assert grade.returncode == 128 + signum, err
     name = signal.Signals(signum).name
     assert err.splitlines() == [
@@ -120,25 +155,35 @@ def test_signal_during_grade_cleans_up(repo: Repo, tmp_path: Path, signum: int) 
     assert "Traceback" not in out + err
     assert (repo.root / "tests/test_a.py").read_text() == SUBMITTED_TEST
     assert repo.git("status", "--porcelain") == " M tests/test_a.py\n"
-    assert processes_running(duration) == []
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def ignores(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` ignores ``signum``: the kernel then discards it when sent."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = (line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) >> (signum - 1) & 1)
 
 
 def test_an_ignored_sighup_stays_ignored(repo: Repo, tmp_path: Path) -> None:
     # `nohup repogym grade`: a hangup must not stop it.
-    duration = slow_grade(repo, signal.SIGHUP)
+    started = slow_grade(repo, tmp_path)
     grade = start(["grade"], repo.root, {}, hup="SIG_IGN")
     try:
-        wait_for(lambda: len(processes_running(duration)) == 2, "the test command to start")
+        started.wait(grade)
+        # Ignored now, while the test command runs, so the SIGHUP is dropped as it is sent.
+        assert ignores(grade.pid, signal.SIGHUP)
         grade.send_signal(signal.SIGHUP)
-        time.sleep(1)
-        assert grade.poll() is None
-        assert processes_running(duration)
+        assert grade.poll() is None and not started.all_exited()
+        # Had a handler caught the SIGHUP, repogym would stop for it, not for the SIGTERM
+        # sent after it: of pending signals, Python runs the lower number's handler first.
         grade.send_signal(signal.SIGTERM)
-        grade.communicate(timeout=60)
+        err = grade.communicate(timeout=BACKSTOP)[1]
     finally:
         stop(grade)
-    assert grade.returncode == 128 + signal.SIGTERM
+        started.close()
+    assert grade.returncode == 128 + signal.SIGTERM, err
+    assert "SIGHUP" not in err
     assert (repo.root / "tests/test_a.py").read_text() == SUBMITTED_TEST
 
 
@@ -147,11 +192,10 @@ def test_interrupt_stops_the_whole_demo(tmp_path: Path) -> None:
     scratch.mkdir()
     demo = start(["demo"], tmp_path, {"TMPDIR": str(scratch), "PYTHONUNBUFFERED": "1"})
     try:
-        assert demo.stdout is not None
-        first = demo.stdout.readline()
+        first = first_line(demo)
         assert first.startswith("== "), first
         demo.send_signal(signal.SIGINT)  # while the first example is being graded
-        out, err = demo.communicate(timeout=120)
+        out, err = demo.communicate(timeout=BACKSTOP)
     finally:
         stop(demo)
     assert demo.returncode == 130, err
@@ -186,7 +230,7 @@ def test_metrics_into_a_pipe_closed_early(tmp_path: Path) -> None:
     assert metrics.stdout is not None
     head = subprocess.run(["head", "-1"], stdin=metrics.stdout, capture_output=True, check=True)
     metrics.stdout.close()
-    err = metrics.communicate(timeout=60)[1]
+    err = metrics.communicate(timeout=BACKSTOP)[1]
     assert head.stdout.startswith(b"length complexity")
     assert metrics.returncode == 128 + signal.SIGPIPE
     assert err == b""
@@ -205,7 +249,7 @@ def test_stdout_closed_before_anything_is_printed(
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
     process.stdout.close()
-    err = process.communicate(timeout=60)[1].decode()
+    err = process.communicate(timeout=BACKSTOP)[1].decode()
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert process.returncode == code
 
@@ -229,7 +273,7 @@ def test_grade_with_stdout_closed_still_writes_the_report(repo: Repo, tmp_path: 
     )
     assert process.stdout is not None
     process.stdout.close()
-    err = process.communicate(timeout=120)[1]
+    err = process.communicate(timeout=BACKSTOP)[1]
     assert (process.returncode, err) == (128 + signal.SIGPIPE, b"")
     assert b'"passed": true' in report.read_bytes()
 

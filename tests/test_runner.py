@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import os
+import select
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
+import repogym.runner
 from repogym.runner import Runner
 
 
@@ -47,19 +51,55 @@ def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
 
 def test_background_processes_and_daemons_do_not_outlive_the_command(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
+    written = tmp_path / "written"
+    os.mkfifo(written)
     # A plain background job, a daemon that left the process group with setsid, and one
-    # that also cleared its environment (so only re-parenting can find it).
+    # that also cleared its environment (so only re-parenting can find it). Each daemon
+    # says on a FIFO that its pid is written, and the command exits once both have.
     command = (
+        f"exec 3<> {written}; "
         f"sleep 300 & echo $! >> {pids}; "
-        f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' & "
-        f"setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 300' & "
-        "sleep 0.5; exit 0"
+        f"setsid sh -c 'echo $$ >> {pids}; echo >&3; exec sleep 300' & "
+        f"setsid env -i sh -c 'echo $$ >> {pids}; echo >&3; exec sleep 300' & "
+        "read a <&3; read b <&3; exit 0"
     )
     result = Runner().run(command, tmp_path, timeout=30)
     assert result.exit_code == 0
     found = [int(pid) for pid in pids.read_text().split()]
     assert len(found) == 3
     assert [pid for pid in found if alive(pid)] == []
+
+
+class Interrupted(Exception):
+    """Stands for the exception the CLI raises on a signal, wherever the program is."""
+
+
+def test_a_signal_just_after_the_spawn_still_kills_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = tmp_path / "started"
+    os.mkfifo(started)
+    fd = os.open(started, os.O_RDONLY | os.O_NONBLOCK)
+    pids: list[int] = []
+
+    def interrupt(pipe: IO[bytes], cap: int) -> None:
+        # In place of the reader of each pipe; the signal comes while the second one is
+        # made, once the command runs.
+        pipe.close()
+        if pids:
+            raise Interrupted
+        ready, _, _ = select.select([fd], [], [], 600)
+        assert ready, "the command did not start"
+        pids.extend(int(pid) for pid in os.read(fd, 100).split())
+
+    monkeypatch.setattr(repogym.runner, "_Tail", interrupt)
+    try:
+        with pytest.raises(Interrupted):
+            Runner().run(f"sleep 300 & echo $$ $! > {started}; wait", tmp_path, timeout=600)
+    finally:
+        os.close(fd)
+    assert len(pids) == 2  # the shell and its sleep
+    assert [pid for pid in pids if alive(pid)] == []
 
 
 def test_environment_is_an_allowlist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,7 +165,9 @@ def test_nested_aliases_are_refused_at_once(tmp_path: Path, levels: int) -> None
     text = billion_laughs(levels)
     started = time.monotonic()
     lines = file_errors(tmp_path, text)
-    assert time.monotonic() - started < 0.5
+    # Expanded, 40 levels would never end: a bound far above the real time proves it was
+    # not, and holds on a busy machine (issue 8).
+    assert time.monotonic() - started < 60
     assert lines == [
         "4: the YAML alias `*a0` is not allowed in a task file; write the value out in full"
     ]

@@ -20,9 +20,6 @@ from repogym import testids
 from repogym.junit import Case, Outcome, iter_cases
 from repogym.testids import TestResult, collect
 
-# Every test here runs with both readers (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("junit_reader")
-
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "junit"
 RUNNERS = HERE / "runners"

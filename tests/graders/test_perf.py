@@ -424,7 +424,7 @@ def test_a_benchmark_that_times_out_scores_zero(project: Make) -> None:
     perf = project(timeout=0.5)
     start = time.monotonic()
     component = perf.grade({"sleep": 30})
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 25  # not the 30 s sleep, however busy the machine
     assert (component.score, component.passed) == (0.0, False)
     assert (
         component.messages[0]
