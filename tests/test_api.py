@@ -52,7 +52,12 @@ def _imports(path: Path) -> list[tuple[str, str]]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:  # repogym has no relative ones
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            # `from package import module` runs the module, and the package only if it is
+            # not running already; `from module import name` runs the module.
+            submodules = [f"{node.module}.{a.name}" for a in node.names]
+            names = [s for s in submodules if _is_module(s)]
+            if len(names) < len(submodules):
+                names.append(node.module)
         for name in names:
             if name.startswith("repogym") and _is_module(name):
                 found.append((name, kinds[id(node)]))

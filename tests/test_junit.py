@@ -655,6 +655,7 @@ def tree_case(element: ElementTree.Element, suites: tuple[str, ...], file: str |
         outcome=outcome,
         flaky=any(child.tag in RERUNS for child in element),
         message=message,
+        line=element.get("line"),
     )
 
 
