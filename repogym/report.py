@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repogym import __version__
-from repogym.models import GradeResult
+from repogym.models import GradeResult, format_score
 from repogym.workspace import Workspace
 
 REPORT_VERSION = 1
@@ -277,7 +277,7 @@ def text_table(result: GradeResult) -> str:
                 c.name,
                 c.role.value,
                 f"{c.weight:g}",
-                f"{c.score:.2f}",
+                format_score(c.score),
                 "pass" if c.passed else "FAIL",
             )
         )

@@ -17,7 +17,7 @@ from repogym import git as _git
 from repogym.errors import RepogymError, WorkspaceError
 from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
-from repogym.models import GradeResult, Role
+from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task
 from repogym.workspace import Workspace, clone_at, files_under
 
@@ -137,12 +137,13 @@ def _check_empty(result: Validation, workspace: Workspace) -> None:
         result.ok(f"the empty submission scores 0 ({graded.summary()})")
         return
     credit = [
-        f"{c.name} gave {c.score:.2f}"
+        f"{c.name} gave {format_score(c.score)}"
         for c in graded.components
         if c.role is Role.OBJECTIVE and c.score > 0
     ]
     result.problem(
-        f"the empty submission scores {graded.score:.3f}, not 0: {', '.join(credit)}; "
+        f"the empty submission scores {format_score(graded.score, 3)}, not 0: "
+        f"{', '.join(credit)}; "
         "a target test must fail (or the limits be violated) at the base"
     )
 
