@@ -134,12 +134,13 @@ def _teardown_of(last: _Attempt, case: Case) -> bool:
 
 def _result(attempts: list[_Attempt]) -> TestResult:
     final = attempts[-1]
-    # A pass after a failure is flaky. So is a last attempt that passed after any other:
-    # runners rerun only what failed, even where the report writes the failed attempts
-    # as bare testcases (pytest-rerunfailures). Flaky children count on a pass only:
-    # Surefire and nextest write `flakyFailure` when a rerun passed, `rerunFailure` when
-    # every run failed.
-    flaky = final.outcome is Outcome.PASSED and (len(attempts) > 1 or final.flaky)
+    # Flaky needs a failure on record: a pass after a failed or errored attempt, or
+    # `flakyFailure` children on a pass (Surefire and nextest write them when a rerun
+    # passed, `rerunFailure` when every run failed). Testcases that all passed are not
+    # flaky, however many: tests sharing a name (two `it('works')` in one describe block,
+    # a `test.each` with equal titles, Node 20's files that name no file) write exactly
+    # that, and so, indistinguishably, does pytest-rerunfailures for a failed attempt.
+    flaky = final.outcome is Outcome.PASSED and final.flaky
     broken = False
     for attempt in attempts:
         flaky = flaky or (broken and attempt.outcome is Outcome.PASSED)
