@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,15 @@ Level = Literal["failure", "warning", "notice"]
 # annotations, enough to act on without turning a flood (a pattern matched on every line)
 # into a report of thousands of entries. What is past the cap is counted, not dropped.
 MAX_FINDINGS = 100
+
+
+def format_score(score: float, places: int = 2) -> str:
+    """``score`` with ``places`` decimals, cut rather than rounded: 0.9988 is ``0.99``,
+    since ``1.00`` beside a failing component would read as full marks. Only 1 is 1.00."""
+    # The shortest decimal that is the float (`repr`), so that 0.29 stays 0.29.
+    exact = decimal.Decimal(repr(float(score)))
+    cut = exact.quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_DOWN)
+    return f"{cut:.{places}f}"
 
 
 class Role(str, Enum):
@@ -126,7 +136,7 @@ class GradeComponent:
 
     def mark(self) -> str:
         """``tests=1.00✓``, with ``(gate)`` after gates: one entry of the summary line."""
-        text = f"{self.name}={self.score:.2f}{'✓' if self.passed else '✗'}"
+        text = f"{self.name}={format_score(self.score)}{'✓' if self.passed else '✗'}"
         return text + "(gate)" if self.role is Role.GATE else text
 
 
@@ -152,7 +162,7 @@ class GradeResult:
         """``PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)``."""
         verdict = "PASS" if self.passed else "FAIL"
         marks = ", ".join(c.mark() for c in self.components)
-        return f"{verdict} {self.score:.3f} ({marks})"
+        return f"{verdict} {format_score(self.score, 3)} ({marks})"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: score, verdict, summary, components and changed files.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repogym import __version__
-from repogym.models import GradeResult
+from repogym.models import GradeResult, format_score
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -308,7 +308,7 @@ def text_table(result: GradeResult) -> str:
                 c.name,
                 c.role.value,
                 f"{c.weight:g}",
-                f"{c.score:.2f}",
+                format_score(c.score),
                 "pass" if c.passed else "FAIL",
             )
         )

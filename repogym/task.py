@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -41,12 +42,33 @@ from repogym.task_values import (
     check_relative,
 )
 from repogym.task_yaml import load_yaml
+from repogym.testids import escape_controls, file_of
 
 TASK_FILE = ".repogym.yml"
 TaskType = Literal["bugfix", "feature", "perf", "refactor"]
 Timing = Literal["wall", "reported"]
 # YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
 StrList = Annotated[tuple[str, ...], Strict(False)]
+
+
+def _check_test_id(test_id: str) -> str:
+    """An id is a name, checked as a path only where it names a file (issue 8): real
+    tests are called `/ matches root` or `C:\\x`."""
+    if not test_id.strip():
+        raise ValueError("a test id is empty; remove it or write the id")
+    path = file_of(test_id)
+    if path is not None:
+        if escape_controls(path) != path:
+            raise ValueError(
+                f"the file of test id {test_id!r} holds a control character; "
+                "write the file's path as it is in the repository"
+            )
+        check_relative(path, "the file of test id")
+    return test_id
+
+
+# Checked one by one, so that an error names the item's line, not the list's.
+TestIds = Annotated[tuple[Annotated[str, AfterValidator(_check_test_id)], ...], Strict(False)]
 
 # The one registry of the built-in graders, in the spec's grading order: each name with
 # its class as a `module:Class` reference, the form custom graders take too. It lives
@@ -68,8 +90,8 @@ class TestsConfig(_Section):
     """``tests:``: the command that runs the tests and the ids that must pass."""
 
     command: str = Field(min_length=1)
-    fail_to_pass: StrList = ()
-    pass_to_pass: StrList = ()
+    fail_to_pass: TestIds = ()
+    pass_to_pass: TestIds = ()
     hidden: str | None = None
     timeout: Seconds = 900
     partial_credit: bool = True
@@ -88,10 +110,6 @@ class TestsConfig(_Section):
     @field_validator("fail_to_pass", "pass_to_pass")
     @classmethod
     def _ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
-        for test_id in ids:
-            if not test_id.strip():
-                raise ValueError("a test id is empty; remove it or write the id")
-            check_relative(test_id.split("::", 1)[0], "the file of test id")
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"test id {duplicates[0]!r} is listed twice")
@@ -117,9 +135,9 @@ class TestsConfig(_Section):
         return self
 
     def test_files(self) -> tuple[str, ...]:
-        """The files the test ids name (the part before the first ``::``), sorted."""
+        """The files the test ids name (see :func:`repogym.testids.file_of`), sorted."""
         ids = self.fail_to_pass + self.pass_to_pass
-        return tuple(sorted({test_id.split("::", 1)[0] for test_id in ids}))
+        return tuple(sorted({path for path in map(file_of, ids) if path is not None}))
 
 
 class PerfConfig(_Section):

@@ -9,7 +9,8 @@ id form and reporter options of each runner; in short:
 ========================  =====================================================
 pytest ``xunit1``         ``file`` + the classes in ``classname`` after the module + name
 pytest ``xunit2``         ``classname`` resolved to a module file in the tree (below)
-unittest (xmlrunner)      as pytest; a failing subTest counts against its method
+unittest (xmlrunner)      as pytest; a failing subTest counts against its method, a
+                          module that failed to import is its file
 ``node --test``           [``file``::] enclosing ``<testsuite>`` names :: name
 jest, mocha (configured)  [``file``::] ``classname`` (the describe path) :: name
 Go, Surefire, nextest     ``classname`` :: name  (package, class, binary id)
@@ -30,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from repogym.junit import Case, Outcome
 
@@ -56,6 +57,21 @@ _SUBTEST = re.compile(r"([A-Za-z_]\w*) [\[(].*")
 # such names are looked for in the tree's modules (a Go, mocha or jest name is not).
 _PYTHON_NAME = re.compile(r"[A-Za-z_]\w*(\[.*\])?", re.DOTALL)
 _DRIVE = re.compile(r"[A-Za-z]:/")
+# unittest's stand-in for a test module that failed to import; xmlrunner gives it the file
+# of unittest's own loader, and the module's dotted name after this prefix.
+_FAILED_IMPORT = "unittest.loader._FailedTest."
+# An id's first part names a file when it ends like a test file does; Go packages, Java
+# classes, Rust binaries, describe blocks and test names do not. A file so named is
+# protected and put back before the run, so the list errs on the side of more.
+SOURCE_SUFFIXES = frozenset(
+    {".py", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".vue", ".svelte",
+     ".coffee", ".rb", ".go", ".java", ".kt", ".kts", ".scala", ".groovy", ".rs", ".php",
+     ".cs", ".fs", ".swift", ".m", ".mm", ".c", ".cc", ".cpp", ".cxx", ".ex", ".exs", ".erl",
+     ".dart", ".lua", ".pl", ".t", ".r", ".R", ".jl", ".hs", ".ml", ".clj", ".cljs", ".nim",
+     ".zig", ".cr", ".sh", ".bash", ".zsh", ".bats", ".ps1", ".feature", ".robot"}
+)  # fmt: skip
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Classnames with more parts than this are not tried as module paths (each split costs
 # file-system lookups, and the report is untrusted).
 _MAX_PARTS = 32
@@ -86,6 +102,30 @@ def test_id(case: Case, *, exists: Callable[[str], bool], known_ids: Collection[
 
 
 test_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test either
+
+
+def file_of(test_id: str) -> str | None:
+    """The file a task's id names, or None when the id names none.
+
+    An id is a name. Its part before the first ``::`` is a file when it ends with a
+    source file's suffix (:data:`SOURCE_SUFFIXES`): ``tests/test_x.py::test_a`` names
+    ``tests/test_x.py``, ``example.com/calc::TestDivide`` and ``/ matches root`` name
+    none. An id without ``::`` is a whole file (a module that failed to load) only when
+    it holds no whitespace as well: ``loads index.js`` is a test's name.
+    """
+    head, separator, _ = test_id.partition("::")
+    if PurePosixPath(head).suffix not in SOURCE_SUFFIXES:
+        return None
+    if not separator and any(char.isspace() for char in head):
+        return None
+    return head
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as Python writes it (``\\t``,
+    ``\\x1b``), so that an id holding one (a YAML ``"\\t"`` that became a TAB) can be
+    seen in a message and compared with the report's ids."""
+    return _CONTROL.sub(lambda found: _ESCAPES.get(found[0], f"\\x{ord(found[0]):02x}"), text)
 
 
 def collect(
@@ -138,12 +178,13 @@ def _teardown_of(last: _Attempt, case: Case) -> bool:
 
 def _result(attempts: list[_Attempt]) -> TestResult:
     final = attempts[-1]
-    # A pass after a failure is flaky. So is a last attempt that passed after any other:
-    # runners rerun only what failed, even where the report writes the failed attempts
-    # as bare testcases (pytest-rerunfailures). Flaky children count on a pass only:
-    # Surefire and nextest write `flakyFailure` when a rerun passed, `rerunFailure` when
-    # every run failed.
-    flaky = final.outcome is Outcome.PASSED and (len(attempts) > 1 or final.flaky)
+    # Flaky needs a failure on record: a pass after a failed or errored attempt, or
+    # `flakyFailure` children on a pass (Surefire and nextest write them when a rerun
+    # passed, `rerunFailure` when every run failed). Testcases that all passed are not
+    # flaky, however many: tests sharing a name (two `it('works')` in one describe block,
+    # a `test.each` with equal titles, Node 20's files that name no file) write exactly
+    # that, and so, indistinguishably, does pytest-rerunfailures for a failed attempt.
+    flaky = final.outcome is Outcome.PASSED and final.flaky
     broken = False
     for attempt in attempts:
         flaky = flaky or (broken and attempt.outcome is Outcome.PASSED)
@@ -207,6 +248,9 @@ class _Namer:
     def identify(self, case: Case) -> tuple[str, bool]:
         """The id of ``case``, and whether it is a part of the attempt before it (a
         unittest subTest, a file that failed to load) rather than an attempt of its own."""
+        failed_import = self._failed_import(case)
+        if failed_import is not None:
+            return failed_import, False
         file = self._file(case.file) if case.file else None
         if file is not None and file.endswith(".py"):
             return self._python_with_file(file, case)
@@ -226,6 +270,18 @@ class _Namer:
         return _join(file, scope, case.name), False
 
     # Python: pytest and unittest
+
+    def _failed_import(self, case: Case) -> str | None:
+        """The module file of unittest's record of a module that failed to import, named
+        as pytest names its collection error: ``tests/test_x.py``; None for other cases."""
+        dotted = f"{case.classname}.{case.name}" if case.classname else case.name
+        if not dotted.startswith(_FAILED_IMPORT):
+            return None
+        module = dotted[len(_FAILED_IMPORT) :]
+        resolved = self._module(module)
+        if resolved is not None and not resolved[1]:
+            return resolved[0]
+        return module  # a name that is no module here (`-t` missing, a mistyped test)
 
     def _python_with_file(self, file: str, case: Case) -> tuple[str, bool]:
         fixture = _FIXTURE.fullmatch(case.name) if not case.classname else None

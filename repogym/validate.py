@@ -10,26 +10,21 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from repogym import git as _git
 from repogym.errors import RepogymError, UnknownRef, WorkspaceError
 from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
-from repogym.models import GradeResult, Role
+from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task
+from repogym.testids import escape_controls
 from repogym.workspace import clone_at, files_under, task_for
-
-# An id's first part names a file when it ends like a test file does; Go packages,
-# Java classes and describe blocks do not, and are not checked for existence.
-_SOURCE_SUFFIXES = frozenset(
-    {".py", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts", ".rb", ".go",
-     ".java", ".kt", ".rs", ".php", ".cs", ".swift", ".ex", ".exs"}
-)  # fmt: skip
 
 
 @dataclass
@@ -98,6 +93,7 @@ def _static_checks(
             for line in error.lines:
                 result.problem(line)
         _check_test_files(result, baseline, task, hidden)
+        _check_id_characters(result, task)
         _check_settings(result, baseline, task)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
@@ -117,12 +113,13 @@ def _check_test_files(
             result.problem(f"tests.hidden: {task.tests.hidden} is not a directory at the base")
         else:
             hidden = set(files_under(root))
-    missing = []
-    for path in task.tests.test_files():
-        if PurePosixPath(path).suffix not in _SOURCE_SUFFIXES:
-            continue  # a Go package, a Java class, a describe block: not a file
-        if not (baseline / path).is_file() and path not in hidden:
-            missing.append(path)
+    # Only ids that name a file (testids.file_of): a Go package, a Java class, a describe
+    # block or a test's name is not looked for.
+    missing = [
+        path
+        for path in task.tests.test_files()
+        if not (baseline / path).is_file() and path not in hidden
+    ]
     for path in missing:
         result.problem(
             f"tests: {path} is named by a test id but exists neither at the base nor among "
@@ -131,6 +128,26 @@ def _check_test_files(
     if not missing:
         count = len(task.tests.test_files())
         result.ok(f"tests: {count} test file{'s' * (count != 1)} named by ids, all present")
+
+
+def _check_id_characters(result: Validation, task: Task) -> None:
+    """A control character in an id is almost always YAML's doing: inside double quotes
+    `\\t` becomes a TAB, while the runner's id has a backslash there (pytest writes a
+    TAB parameter as `\\t`). Messages show it escaped, so it looks right and never
+    matches."""
+    if task.tests is None:
+        return
+    for key in ("fail_to_pass", "pass_to_pass"):
+        for index, test_id in enumerate(getattr(task.tests, key)):
+            written = escape_controls(test_id)
+            if written == test_id:
+                continue
+            quoted = "'" + written.replace("'", "''") + "'"
+            result.problem(
+                f"tests.{key}.{index}: the id {written} holds a control character, which "
+                "YAML makes of an escape such as `\\t` inside double quotes; if the test's "
+                f"name has a backslash there, write the id in single quotes: {quoted}"
+            )
 
 
 def _check_settings(result: Validation, baseline: Path, task: Task) -> None:
@@ -159,12 +176,13 @@ def _check_empty(result: Validation, graded: GradeResult) -> None:
         result.ok(f"the empty submission scores 0 ({graded.summary()})")
         return
     credit = [
-        f"{c.name} gave {c.score:.2f}"
+        f"{c.name} gave {format_score(c.score)}"
         for c in graded.components
         if c.role is Role.OBJECTIVE and c.score > 0
     ]
     result.problem(
-        f"the empty submission scores {graded.score:.3f}, not 0: {', '.join(credit)}; "
+        f"the empty submission scores {format_score(graded.score, 3)}, not 0: "
+        f"{', '.join(credit)}; "
         "a target test must fail (or the limits be violated) at the base"
     )
 
@@ -214,16 +232,23 @@ def _check_solution(
             result.ok(f"{label} passes: {graded.summary()}")
         else:
             failing = [c.name for c in graded.components if not c.passed]
-            reasons = "; ".join(
-                m for c in graded.components if not c.passed for m in c.messages[:3]
+            # Every message, each on a line of its own: a task author fixing ids needs
+            # each missing one and its hint, not the first three.
+            reasons = "".join(
+                "\n" + textwrap.indent(f"{c.name}: {m}", "  ")
+                for c in graded.components
+                if not c.passed
+                for m in c.messages
             )
             result.problem(
                 f"{label} does not pass: {graded.summary()}; "
-                f"failing: {', '.join(failing) or 'the pass threshold'}; {reasons}"
+                f"failing: {', '.join(failing) or 'the pass threshold'}{reasons}"
             )
     flaky = sorted(test_id for test_id, seen in outcomes.items() if len(seen) > 1)
     for test_id in flaky:
-        result.problem(f"flaky: {test_id} had outcomes {', '.join(sorted(outcomes[test_id]))}")
+        result.problem(
+            f"flaky: {escape_controls(test_id)} had outcomes {', '.join(sorted(outcomes[test_id]))}"
+        )
     if repeat > 1 and not flaky:
         result.ok(f"no test outcome changed over {repeat} runs")
     if speedups:

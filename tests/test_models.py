@@ -4,7 +4,15 @@ import math
 
 import pytest
 
-from repogym.models import MAX_FINDINGS, Finding, GradeComponent, GradeResult, Role, capped_findings
+from repogym.models import (
+    MAX_FINDINGS,
+    Finding,
+    GradeComponent,
+    GradeResult,
+    Role,
+    capped_findings,
+    format_score,
+)
 
 
 def test_component_defaults_to_objective_and_normalises() -> None:
@@ -42,7 +50,7 @@ def test_summary_format_matches_spec() -> None:
     assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)"
 
 
-def test_summary_marks_failures_and_rounds() -> None:
+def test_summary_marks_failures_and_cuts_scores() -> None:
     result = _result(
         GradeComponent(name="constraints", score=2 / 3, passed=False, role=Role.GATE),
         GradeComponent(name="tests", score=0.5, passed=False),
@@ -50,7 +58,31 @@ def test_summary_marks_failures_and_rounds() -> None:
         score=0.0,
         passed=False,
     )
-    assert result.summary() == ("FAIL 0.000 (constraints=0.67✗(gate), tests=0.50✗, perf=0.45✗)")
+    assert result.summary() == ("FAIL 0.000 (constraints=0.66✗(gate), tests=0.50✗, perf=0.45✗)")
+
+
+def test_a_score_short_of_one_never_shows_as_one() -> None:
+    # Issue 8: 0.9988 printed as `tests=1.00✗`, full marks beside a failure.
+    tests = GradeComponent(name="tests", score=0.9988, passed=False)
+    result = _result(tests, score=0.9996, passed=False)
+    assert result.summary() == "FAIL 0.999 (tests=0.99✗)"
+
+
+@pytest.mark.parametrize(
+    ("score", "two", "three"),
+    [
+        (1.0, "1.00", "1.000"),
+        (0.0, "0.00", "0.000"),
+        (0.9999999999, "0.99", "0.999"),
+        (0.29, "0.29", "0.290"),  # 0.29 is 0.28999... as a float: cut its decimal, not that
+        (0.57, "0.57", "0.570"),
+        (0.1 + 0.2, "0.30", "0.300"),
+        (1e-12, "0.00", "0.000"),
+        (0.125, "0.12", "0.125"),
+    ],
+)
+def test_format_score_cuts(score: float, two: str, three: str) -> None:
+    assert (format_score(score), format_score(score, 3)) == (two, three)
 
 
 def test_component_lookup_names_the_alternatives() -> None:

@@ -264,3 +264,14 @@ def test_undecodable_names_in_markdown_and_table(tmp_path: Path) -> None:
     text = target.read_text(encoding="utf-8")
     assert "- src/bad\\xff.txt \\| &lt;b> is wrong" in text
     assert "custom: src/bad\\xff.txt | <b> is wrong" in text_table(result_naming(name))
+
+
+def test_the_text_table_cuts_scores() -> None:
+    result = GradeResult(
+        score=0.9996,
+        passed=False,
+        components=(GradeComponent(name="tests", score=0.9988, passed=False),),
+    )
+    table = text_table(result).splitlines()
+    assert table[1].split() == ["tests", "objective", "1", "0.99", "FAIL"]
+    assert table[-1] == "FAIL 0.999 (tests=0.99✗)"

@@ -204,6 +204,61 @@ def test_an_id_in_both_lists_is_rejected() -> None:
     assert "in both fail_to_pass and pass_to_pass" in line
 
 
+# Names of real tests (issue 8): a Node router's, a path library's, a Windows one's.
+REAL_NAMES = (
+    "does not map // when ignoreTrailingSlash is true",
+    "/ matches root",
+    "./relative",
+    "C:\\x",
+    "..",
+    "resolves ../up.js from a.js",
+)
+
+
+def test_an_id_is_a_name_and_only_a_file_is_a_path() -> None:
+    items = "".join(f"    - '{name}'\n" for name in REAL_NAMES)
+    task = parse_task(
+        "version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass:\n"
+        f"{items}    - tests/test_a.py::test_b\n    - example.com/calc::TestDivide/by_zero\n"
+    )
+    assert task.tests is not None
+    assert task.tests.fail_to_pass[: len(REAL_NAMES)] == REAL_NAMES
+    # Only the file is protected and put back before the run: names are no paths.
+    assert task.tests.test_files() == ("tests/test_a.py",)
+    assert set(task.protected_files()) == {".repogym.yml", "tests/test_a.py"}
+
+
+@pytest.mark.parametrize(
+    "test_id",
+    # The last is a whole file, an id without `::`.
+    ["./tests/a.py::t", "/abs/a.py::t", "tests//a.py::t", "../a.py::t", "C:\\a.py::t", "./a.js"],
+)
+def test_the_file_of_an_id_is_checked_at_the_line_of_its_item(test_id: str) -> None:
+    lines = errors(
+        "version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass:\n"
+        f"    - tests/ok.py::t\n    - '{test_id}'\n  pass_to_pass: [tests/ok.py::u]\n"
+    )
+    assert len(lines) == 1
+    assert lines[0].startswith(".repogym.yml:7: `tests.fail_to_pass.1` = ")
+    assert "must be a relative POSIX path from the repository root" in lines[0]
+
+
+def test_an_id_file_with_a_control_character_is_refused() -> None:
+    (line,) = errors(
+        'version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass: ["a\\tb.py::t"]\n'
+    )
+    assert line.startswith(".repogym.yml:5: `tests.fail_to_pass.0` = 'a\\tb.py::t': the file")
+    assert "holds a control character" in line
+
+
+def test_a_control_character_in_a_name_loads() -> None:
+    # Flagged by `repogym validate`, which says how to write it; a real name may hold one.
+    task = parse_task(
+        'version: 1\ntype: bugfix\ntests:\n  command: t {junit}\n  fail_to_pass: ["a.py::t[\\t]"]\n'
+    )
+    assert task.tests is not None and task.tests.fail_to_pass == ("a.py::t[\t]",)
+
+
 def test_weights_apply_to_objectives_of_this_task_only() -> None:
     lines = errors(
         "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n"

@@ -18,6 +18,7 @@ import pytest
 
 from repogym import testids
 from repogym.junit import Case, Outcome, iter_cases
+from repogym.loadfailure import LoadFailure, load_failure
 from repogym.testids import TestResult, collect
 
 HERE = Path(__file__).parent
@@ -201,6 +202,16 @@ def test_a_failing_class_fixture_is_named_after_its_class() -> None:
     assert id_of(module) == "tests.test_u::setUpModule"
 
 
+def test_a_module_unittest_could_not_import_is_its_file() -> None:
+    # xmlrunner names unittest's stand-in after unittest's own loader.
+    loader = "/usr/lib/python3.11/unittest/loader.py"
+    with_t = case("test_bad", "unittest.loader._FailedTest.tests", file=loader, outcome=E)
+    assert id_of(with_t, "tests/test_bad.py") == "tests/test_bad.py"
+    assert id_of(with_t) == "tests.test_bad"  # not a module of this tree: its dotted name
+    bare = case("test_bad", "unittest.loader._FailedTest", file=loader, outcome=E)
+    assert id_of(bare, "test_bad.py") == "test_bad.py"
+
+
 # JavaScript -----------------------------------------------------------------------------
 
 
@@ -261,6 +272,37 @@ def test_classname_and_name_for_other_runners() -> None:
     assert id_of(case("TestMain", suites=("example.com/calc",))) == "example.com/calc::TestMain"
 
 
+# What an id names -----------------------------------------------------------------------
+
+
+FILES_OF = {
+    "tests/test_x.py::TestA::test_b[1]": "tests/test_x.py",
+    "test/a.test.js::outer::works": "test/a.test.js",
+    "tests/test_x.py": "tests/test_x.py",  # a module that failed to load
+    "./tests/test_x.py::t": "./tests/test_x.py",  # a file, so checked (and refused) as a path
+    "example.com/calc::TestDivide/by_zero": None,
+    "com.example.ParserTest$Unicode::parses(String)[1]": None,
+    "calc::bin/calc::cli::tests::parses_args": None,
+    "outer::inner::works": None,
+    "does not map // when ignoreTrailingSlash is true": None,
+    "/ matches root": None,
+    "C:\\x": None,
+    "loads index.js": None,  # a name with a space is no file, though it ends like one
+    "": None,
+}
+
+
+@pytest.mark.parametrize(("test_id", "file"), FILES_OF.items(), ids=repr)
+def test_file_of(test_id: str, file: str | None) -> None:
+    assert testids.file_of(test_id) == file
+
+
+def test_escape_controls_writes_them_as_python_does() -> None:
+    assert testids.escape_controls("t[\t\n\r\x1b\x7f\x85]") == "t[\\t\\n\\r\\x1b\\x7f\\x85]"
+    # A backslash stays as it is: pytest's own `\\t` and an escaped TAB then look alike.
+    assert testids.escape_controls("t[\\t] ü") == "t[\\t] ü"
+
+
 # attempts, phases, flaky ----------------------------------------------------------------
 
 
@@ -286,7 +328,9 @@ ATTEMPTS = {
     "a rerun passed": ([run(F, "boom"), run(P)], (P, True, "", 2)),
     "every rerun failed": ([run(F, "1"), run(F, "2"), run(F, "3")], (F, False, "3", 3)),
     # pytest-rerunfailures writes each failed attempt as a bare testcase.
-    "rerunfailures: failed, then passed": ([run(P), run(P)], (P, True, "", 2)),
+    # Testcases that all passed: tests sharing a name, or pytest-rerunfailures' bare
+    # testcase for a failed attempt, which no report tells apart: not flaky (issue 8).
+    "all passed": ([run(P), run(P)], (P, False, "", 2)),
     "rerunfailures: failed every time": ([run(P), run(P), run(F, "x")], (F, False, "x", 3)),
     "the last attempt counts": ([run(F, "x"), run(P), run(F, "y")], (F, True, "y", 3)),
     "call failed, teardown errored": ([run(F, "x"), run(E, TEARDOWN)], (E, False, TEARDOWN, 1)),
@@ -319,6 +363,13 @@ def outcomes_in(report: Path, tree: Path, known: tuple[str, ...] = ()) -> dict[s
 
 def execute(command: list[str], cwd: Path, report: Path, env: dict[str, str] | None = None) -> Path:
     """Run a test runner (its tests fail on purpose) and return the report it wrote."""
+    return execute_for_output(command, cwd, report, env)[0]
+
+
+def execute_for_output(
+    command: list[str], cwd: Path, report: Path, env: dict[str, str] | None = None
+) -> tuple[Path, str, str]:
+    """:func:`execute`, and what the runner printed on stdout and stderr."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JEST_"))}
     done = subprocess.run(
         command,
@@ -333,7 +384,7 @@ def execute(command: list[str], cwd: Path, report: Path, env: dict[str, str] | N
         pytest.fail(
             f"{command[0]} wrote no report (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
         )
-    return report
+    return report, done.stdout, done.stderr
 
 
 def require_node() -> None:
@@ -409,6 +460,10 @@ PYTEST_PROJECT = {
         def test_setup_errors(broken_setup):
             pass
     """,
+    "tests/test_broken.py": """
+        def test_never_collected():
+            return (
+    """,
     "tests/sub.pkg/test_dotted.py": """
         class TestD:
             def test_a(self):
@@ -437,6 +492,7 @@ PYTEST_IDS = {
     "tests/test_parse.py::test_setup_errors": E,
     "tests/sub.pkg/test_dotted.py::TestD::test_a": P,
     "tests/sub.pkg/test_dotted.py::test_b": F,
+    "tests/test_broken.py": E,  # a module that could not be collected is its file
 }
 
 
@@ -459,10 +515,15 @@ def test_pytest(pytest_project: Path, family: str) -> None:
         "-o",
         f"junit_family={family}",
         f"--junitxml={report}",
+        "--continue-on-collection-errors",
         "tests",
     ]
-    execute(command, pytest_project, report)
+    _, stdout, stderr = execute_for_output(command, pytest_project, report)
     assert outcomes_in(report, pytest_project) == PYTEST_IDS
+    # The report says "collection failure"; what pytest printed says why.
+    assert load_failure("tests/test_broken.py", stdout, stderr) == LoadFailure(
+        cause="SyntaxError: '(' was never closed", line=2
+    )
     assert outcomes_in(report, pytest_project, tuple(PYTEST_IDS)) == PYTEST_IDS
     teardown = collect(iter_cases(report), tree=pytest_project)[
         "tests/test_parse.py::test_fails_and_teardown_errors"
@@ -474,8 +535,9 @@ def test_pytest(pytest_project: Path, family: str) -> None:
 def test_pytest_rerunfailures_recorded() -> None:
     results = collect(iter_cases(DATA / "pytest-rerunfailures.xml"), tree=Path("/nonexistent"))
     assert results == {
+        # Failed, then passed: written as two bare testcases, as two passes look.
         "tests/test_rr.py::test_flaky": TestResult(
-            outcome=P, flaky=True, message="", attempts=2, line=10
+            outcome=P, flaky=False, message="", attempts=2, line=10
         ),
         "tests/test_rr.py::test_always": TestResult(
             outcome=F, flaky=False, message="assert 0", attempts=3, line=13
@@ -543,6 +605,13 @@ UNITTEST_PROJECT = {
             def test_never_runs(self):
                 pass
     """,
+    "tests/test_broken.py": """
+        import unittest
+
+        class TestBroken(unittest.TestCase):
+            def test_never_loaded(self):
+                return (
+    """,
     "tests/pkg/__init__.py": "",
     "tests/pkg/test_more.py": """
         import unittest
@@ -571,8 +640,10 @@ def test_unittest_xmlrunner(tmp_path: Path) -> None:
         "--output-file",
         str(report),
     ]
-    execute(command, project, report)
+    _, stdout, stderr = execute_for_output(command, project, report)
     assert outcomes_in(report, project) == {
+        # unittest's stand-in for a module it could not import, named as pytest does.
+        "tests/test_broken.py": E,
         "tests/test_ut.py::TestA::test_pass": P,
         "tests/test_ut.py::TestA::test_fail": F,
         "tests/test_ut.py::TestA::test_error": E,
@@ -586,6 +657,10 @@ def test_unittest_xmlrunner(tmp_path: Path) -> None:
     }
     subtests = collect(iter_cases(report), tree=project)["tests/test_ut.py::TestA::test_subtests"]
     assert subtests.attempts == 1
+    # The report's message is the traceback folded onto one line and cut; the output has it.
+    assert load_failure("tests/test_broken.py", stdout, stderr) == LoadFailure(
+        cause="SyntaxError: '(' was never closed", line=5
+    )
 
 
 NODE_PROJECT = {
@@ -611,6 +686,8 @@ NODE_PROJECT = {
         for (const v of ['a b', 'x.y']) {
           test(`param ${v}`, () => { assert.notStrictEqual(v, 'x.y'); });
         }
+        test('one name', () => {});
+        test('one name', () => {});
     """,
     "test/nested.dir/other.test.js": """
         const { test } = require('node:test');
@@ -619,6 +696,10 @@ NODE_PROJECT = {
     "test/bad.test.js": """
         throw new Error('cannot load');
     """,
+    "test/syntax.test.js": """
+        const { test } = require('node:test');
+        test('never loaded', () => { (; });
+    """,
 }
 
 
@@ -626,8 +707,16 @@ def test_node(tmp_path: Path) -> None:
     require_node()
     project, report = tmp_path / "project", tmp_path / "node.xml"
     write(project, NODE_PROJECT)
-    command = ["node", "--test", "--test-reporter=junit", f"--test-reporter-destination={report}"]
-    execute(command, project, report)
+    # As docs/test-ids.md has it: the spec reporter on stdout, the JUnit one into the file.
+    command = [
+        "node",
+        "--test",
+        "--test-reporter=spec",
+        "--test-reporter-destination=stdout",
+        "--test-reporter=junit",
+        f"--test-reporter-destination={report}",
+    ]
+    _, stdout, stderr = execute_for_output(command, project, report)
     expected = {
         ("test/math.test.js", "top pass"): P,
         ("test/math.test.js", "top fail"): F,
@@ -640,12 +729,26 @@ def test_node(tmp_path: Path) -> None:
         ("test/math.test.js", "parent test::subtest b"): F,
         ("test/math.test.js", "param a b"): P,
         ("test/math.test.js", "param x.y"): F,
+        ("test/math.test.js", "one name"): P,
         ("test/nested.dir/other.test.js", "other file"): P,
     }
     # Node 20 writes no file attribute; later versions do, and then ids start with it.
     with_files = any(one.file for one in iter_cases(report))
     ids = {f"{file}::{tail}" if with_files else tail: o for (file, tail), o in expected.items()}
-    assert outcomes_in(report, project) == {**ids, "test/bad.test.js": F}
+    files = {"test/bad.test.js": F, "test/syntax.test.js": F}
+    assert outcomes_in(report, project) == {**ids, **files}
+    # Two tests of one name that both passed: two attempts that passed, not flaky.
+    one_name = "test/math.test.js::one name" if with_files else "one name"
+    assert collect(iter_cases(report), tree=project)[one_name] == TestResult(
+        outcome=P, flaky=False, message="", attempts=2
+    )
+    # The report says "test failed"; the cause is in what Node printed.
+    assert load_failure("test/syntax.test.js", stdout, stderr) == LoadFailure(
+        cause="SyntaxError: Unexpected token ';'", line=2
+    )
+    assert load_failure("test/bad.test.js", stdout, stderr) == LoadFailure(
+        cause="Error: cannot load", line=1
+    )
 
 
 JEST_PROJECT = {

@@ -118,6 +118,37 @@ def test_a_failing_solution_is_invalid(repo: Repo, tmp_path: Path) -> None:
     assert "failing: tests" in done.stdout
 
 
+def test_a_failing_solution_shows_every_missing_id_and_its_hint(repo: Repo, tmp_path: Path) -> None:
+    names = {"alpa": "alpha", "bta": "beta", "gama": "gamma", "delt": "delta"}
+    ids = ", ".join(f"tests/test_more.py::test_{typo}" for typo in names)
+    bugfix(repo, extra=f"  pass_to_pass: [{ids}]\n")
+    more = "".join(f"def test_{name}():\n    pass\n\n\n" for name in names.values())
+    repo.commit("more tests", {"tests/test_more.py": more})
+    done = validate(repo, "--solution", str(calc_patch(tmp_path, "a + b")))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert "PROBLEM  the reference solution does not pass: FAIL 0.000" in done.stdout
+    for typo, name in names.items():
+        assert f"  tests: pass_to_pass missing: tests/test_more.py::test_{typo}" in lines
+        assert (
+            f"  tests: tests/test_more.py::test_{typo} is not in the report; the closest id "
+            f"there is tests/test_more.py::test_{name}"
+        ) in lines
+    assert lines[-1] == "INVALID: 1 problem"
+
+
+def test_a_control_character_in_an_id_says_how_to_write_it(repo: Repo) -> None:
+    bugfix(repo, extra='  pass_to_pass: ["tests/test_add.py::test_add[it\'s\\t]"]\n')
+    done = validate(repo)
+    assert done.returncode == 1
+    assert (
+        "PROBLEM  tests.pass_to_pass.0: the id tests/test_add.py::test_add[it's\\t] holds a "
+        "control character, which YAML makes of an escape such as `\\t` inside double "
+        "quotes; if the test's name has a backslash there, write the id in single quotes: "
+        "'tests/test_add.py::test_add[it''s\\t]'"
+    ) in done.stdout.splitlines()
+
+
 def test_a_patch_solution(repo: Repo, tmp_path: Path) -> None:
     bugfix(repo)
     done = validate(repo, "--solution", str(calc_patch(tmp_path, "a + b")))

@@ -15,9 +15,11 @@ Afterwards the tree holds the submission's files again, byte for byte.
 from __future__ import annotations
 
 import difflib
+import heapq
 import os
 import shlex
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -26,15 +28,17 @@ from repogym.graders import _test_findings
 from repogym.graders.base import Grader
 from repogym.graders.swap import TreeSwap
 from repogym.junit import Outcome, iter_cases
+from repogym.loadfailure import load_failure
 from repogym.models import GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import TestsConfig
-from repogym.testids import TestResult, collect
+from repogym.testids import TestResult, collect, escape_controls, file_of
 from repogym.workspace import Workspace, files_under
 
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
 _BROKEN_P2P = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.MISSING})
 MAX_NAMED = 20  # failing ids named in messages; the rest are counted
+MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
 
 class TestGrader(Grader):
@@ -165,7 +169,7 @@ def _score(
     # Ids of the report that may be shown: not those of hidden tests.
     shown = [i for i in results if i.split("::", 1)[0] not in hidden]
     messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
-    messages += _missing_hints(f2p, p2p, results, shown, hidden)
+    messages += _missing_hints(f2p, p2p, results, shown, hidden, run)
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
     found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
     return GradeComponent(
@@ -227,34 +231,120 @@ def _missing_hints(
     results: dict[str, TestResult],
     shown: list[str],
     hidden: set[str],
+    run: CommandResult | None,
 ) -> list[str]:
-    """Why task ids may be missing: the closest ids the report has, and what else failed
-    (a collection error takes a whole file's tests with it). Hidden tests stay unnamed."""
+    """Why task ids may be missing: the closest id the report has for each, and what else
+    failed, a file that could not be loaded first (it takes all its tests with it).
+    Hidden tests stay unnamed."""
+    # At most as many per list as _name_ids names.
     missing = [
-        i
-        for i, o in {**f2p, **p2p}.items()
-        if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden
+        test_id
+        for outcomes in (f2p, p2p)
+        for test_id in [
+            i
+            for i, o in outcomes.items()
+            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden
+        ][:MAX_NAMED]
     ]
     if not missing:
         return []
     hints = []
-    # A file-level record (a collection error) is no candidate: it is listed below.
-    candidates = [i for i in shown if "::" in i and i not in f2p and i not in p2p]
-    for test_id in missing[:3]:
-        close = difflib.get_close_matches(test_id, candidates, n=1, cutoff=0.6)
-        if close:
-            hints.append(f"{test_id} is not in the report; the closest id there is {close[0]}")
+    # A record of a whole file (one that failed to load) is no candidate: it is listed
+    # below. Bare names are (Node 20 writes no file, mocha's root suite has none).
+    candidates = [i for i in shown if i not in f2p and i not in p2p and file_of(i) != i]
+    closest = _closest_finder(candidates)
+    for test_id in missing:
+        close = closest(test_id)
+        if close is not None:
+            hints.append(_closest_hint(test_id, close))
     others = [
         i
         for i in shown
         if i not in f2p and i not in p2p and results[i].outcome in (Outcome.FAILED, Outcome.ERROR)
     ]
+    others.sort(key=lambda i: file_of(i) != i)  # stable: files that did not load first
     for test_id in others[:3]:
-        first = results[test_id].message.splitlines()[0] if results[test_id].message else ""
-        hints.append(f"the report also has {test_id}: {results[test_id].outcome.value} {first}")
+        hints.append(_also_failed(test_id, results[test_id], run))
     if not results:
         hints.append("the report has no testcase at all")
     return hints
+
+
+def _closest_finder(candidates: list[str]) -> Callable[[str], str | None]:
+    """For a missing id, the report's closest one. Ids are compared as messages show them,
+    control characters escaped: an id whose YAML ``"\\t"`` became a TAB then equals the
+    report's ``\\t`` exactly, and ranks first. Then the ids that share its scope (all but
+    the name), those that share its file or first part, and all of them when there are
+    not too many: a report may have 100,000 ids."""
+    shown = {escape_controls(i): i for i in candidates}
+    by_scope: dict[str, list[str]] = {}
+    by_head: dict[str, list[str]] = {}
+    for written in shown:
+        by_scope.setdefault(written.rpartition("::")[0], []).append(written)
+        by_head.setdefault(written.partition("::")[0], []).append(written)
+    everything = list(shown) if len(shown) <= MAX_COMPARED else []
+
+    def closest(test_id: str) -> str | None:
+        written = escape_controls(test_id)
+        if written in shown:
+            return shown[written]
+        scope, head = written.rpartition("::")[0], written.partition("::")[0]
+        for pool in (by_scope.get(scope, []), by_head.get(head, []), everything):
+            close = _most_similar(written, pool[:MAX_COMPARED])
+            if close is not None:
+                return shown[close]
+        return None
+
+    return closest
+
+
+def _closest_hint(test_id: str, close: str) -> str:
+    """Names the report's closest id; says how to write the task's when the two differ
+    only in a control character against its backslash escape."""
+    written = escape_controls(test_id)
+    if written != escape_controls(close):
+        return f"{written} is not in the report; the closest id there is {escape_controls(close)}"
+    if written != test_id:
+        fix = (
+            "with a backslash escape where the task's id has a control character: YAML "
+            "turns `\\t` into a TAB inside double quotes; write the id in single quotes"
+        )
+    else:
+        fix = (
+            "with a control character where the task's id has a backslash escape: write "
+            "the id in double quotes, where YAML turns `\\t` into a TAB"
+        )
+    return f"{written} is not in the report, which has the same id {fix}"
+
+
+def _most_similar(word: str, pool: list[str], cutoff: float = 0.6) -> str | None:
+    """difflib's closest match, at a bounded cost: its full ratio, quadratic in the
+    length, is computed only for the few whose cheap upper bound is highest."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    bounds = []
+    for candidate in pool:
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() >= cutoff and (bound := matcher.quick_ratio()) >= cutoff:
+            bounds.append((bound, candidate))
+    best, best_ratio = None, cutoff
+    for _, candidate in heapq.nlargest(10, bounds):
+        matcher.set_seq1(candidate)
+        if (ratio := matcher.ratio()) > best_ratio or (ratio == best_ratio and best is None):
+            best, best_ratio = candidate, ratio
+    return best
+
+
+def _also_failed(test_id: str, result: TestResult, run: CommandResult | None) -> str:
+    """One other failure of the report; for a file that did not load, the cause its
+    runner printed (the report's own message seldom has it)."""
+    text = f"the report also has {escape_controls(test_id)}: {result.outcome.value}"
+    if run is not None and file_of(test_id) == test_id:
+        failure = load_failure(test_id, run.stdout, run.stderr)
+        if failure is not None:
+            return f"{text}, the file could not be loaded: {escape_controls(failure.describe())}"
+    first = result.message.splitlines()[0] if result.message else ""
+    return f"{text} {escape_controls(first)}"
 
 
 def _name_ids(
@@ -268,8 +358,8 @@ def _name_ids(
     lines = []
     for test_id in public[:MAX_NAMED]:
         detail = results[test_id].message if test_id in results else ""
-        suffix = f": {detail.splitlines()[0]}" if detail.strip() else ""
-        lines.append(f"{kind} {outcomes[test_id].value}: {test_id}{suffix}")
+        suffix = f": {escape_controls(detail.splitlines()[0])}" if detail.strip() else ""
+        lines.append(f"{kind} {outcomes[test_id].value}: {escape_controls(test_id)}{suffix}")
     if len(public) > MAX_NAMED:
         lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
     hidden_count = len(ids) - len(public)

@@ -770,7 +770,7 @@ def test_failing_constraints_gate_zeroes_the_total(repo: Repo) -> None:
     ws = Workspace.open(repo.root, base="main")
     result = CompositeGrader.for_workspace(ws).grade_result(ws)
     assert [c.name for c in result.components] == ["constraints", "quality"]
-    assert result.summary() == "FAIL 0.000 (constraints=0.67✗(gate), quality=1.00✓)"
+    assert result.summary() == "FAIL 0.000 (constraints=0.66✗(gate), quality=1.00✓)"
     assert result.component("constraints").weight == 0.0
     assert result.files_changed == ("README.md", "src/a.py")
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -349,13 +351,106 @@ def test_a_mistyped_id_gets_the_closest_one(project: Repo) -> None:
 
 
 def test_a_collection_error_is_named_when_ids_are_missing(project: Repo) -> None:
-    # pytest stops the session on a collection error: every id goes missing.
-    project.write({"src/calc.py": FIXED, "tests/test_broken.py": "import nowhere_xyz\n"})
+    # pytest stops the session on a collection error: every id goes missing. Its report
+    # says "collection failure"; the cause is what pytest printed.
+    project.write({"src/calc.py": FIXED, "tests/test_broken.py": "\nimport nowhere_xyz\n"})
     component = grade(project)
     assert set(component.details["fail_to_pass"].values()) == {"missing"}
-    assert "the report also has tests/test_broken.py: error collection failure" in (
-        component.messages
+    assert (
+        "the report also has tests/test_broken.py: error, the file could not be loaded: "
+        "ModuleNotFoundError: No module named 'nowhere_xyz' (line 2)"
+    ) in component.messages
+
+
+TAB_TESTS = """\
+import pytest
+
+
+@pytest.mark.parametrize("v", ["\\t", "\\r", "t"])
+def test_p(v):
+    pass
+
+
+def test_alpha():
+    pass
+
+
+def test_beta():
+    pass
+
+
+def test_gamma():
+    pass
+
+
+def test_delta():
+    pass
+"""
+
+
+def test_every_missing_id_gets_its_closest_one_and_escapes_are_ranked_first(
+    project: Repo,
+) -> None:
+    project.commit("base2", {"tests/test_tab.py": TAB_TESTS})
+    project.git("branch", "-f", "main", "HEAD")
+    project.write({"src/calc.py": FIXED})
+    # YAML's double quotes make a TAB of `\t`; pytest's id has a backslash and a `t`.
+    f2p = '["tests/test_tab.py::test_p[\\t]"]'
+    p2p = "[" + ", ".join(f"tests/test_tab.py::test_{n}" for n in ("alpa", "bta", "gama", "delt"))
+    task = parse_task(task_text(f2p=f2p, p2p=p2p + "]"))
+    component = TestGrader().grade(Workspace.open(project.root, base="main", task=task))
+    assert component.details["fail_to_pass"] == {"tests/test_tab.py::test_p[\t]": "missing"}
+    # Raw, the TAB is closer to `test_p[t]`; written as messages show it, it is the id.
+    assert (
+        "tests/test_tab.py::test_p[\\t] is not in the report, which has the same id with a "
+        "backslash escape where the task's id has a control character: YAML turns `\\t` "
+        "into a TAB inside double quotes; write the id in single quotes"
+    ) in component.messages
+    assert "fail_to_pass missing: tests/test_tab.py::test_p[\\t]" in component.messages
+    for typo, real in (("alpa", "alpha"), ("bta", "beta"), ("gama", "gamma"), ("delt", "delta")):
+        assert (
+            f"tests/test_tab.py::test_{typo} is not in the report; the closest id there is "
+            f"tests/test_tab.py::test_{real}"
+        ) in component.messages
+
+
+NODE = (
+    "node --test --test-reporter=spec --test-reporter-destination=stdout "
+    "--test-reporter=junit --test-reporter-destination={junit}"
+)
+NODE_TESTS = {
+    "test/calc.test.js": (
+        "const { test } = require('node:test');\n"
+        "test('adds numbers', () => {});\n"
+        "test('/ matches root', () => {});\n"
+    ),
+    "test/broken.test.js": (
+        "const { test } = require('node:test');\n\ntest('never', () => { (; });\n"
+    ),
+}
+
+
+def test_bare_names_get_hints_and_a_file_that_did_not_load_its_cause(repo: Repo) -> None:
+    if shutil.which("node") is None:
+        pytest.fail("node is not installed: this test needs Node.js 20")
+    repo.commit("base", NODE_TESTS)
+    # Node 20 writes no file: its ids are bare names, which once could not even be ids.
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
+    prefix = "" if version.stdout.startswith("v20.") else "test/calc.test.js::"
+    task = parse_task(
+        f"version: 1\ntype: bugfix\ntests:\n  command: {NODE}\n"
+        f"  fail_to_pass: ['{prefix}ads numbers']\n  pass_to_pass: ['{prefix}/ matches root']\n"
     )
+    component = TestGrader().grade(Workspace.open(repo.root, base="main", task=task))
+    assert component.details["pass_to_pass"] == {f"{prefix}/ matches root": "passed"}
+    assert (
+        f"{prefix}ads numbers is not in the report; the closest id there is {prefix}adds numbers"
+    ) in component.messages
+    # The report's message is "test failed"; Node printed the SyntaxError.
+    assert (
+        "the report also has test/broken.test.js: failed, the file could not be loaded: "
+        "SyntaxError: Unexpected token ';' (line 3)"
+    ) in component.messages
 
 
 def test_hints_never_name_hidden_tests(repo: Repo) -> None:
