@@ -30,7 +30,7 @@ from typing import Any
 
 from _common import GIT_ENV, best_of, expect
 
-import repogym.git
+import repogym._git
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 
@@ -237,9 +237,9 @@ def check(sub: Submission) -> None:
 
 @contextmanager
 def git_timings() -> Iterator[dict[str, float]]:
-    """Wall time spent in each ``repogym.git.git`` subcommand while the block runs."""
+    """Wall time spent in each ``repogym._git.git`` subcommand while the block runs."""
     spent: dict[str, float] = defaultdict(float)
-    original = repogym.git.git
+    original = repogym._git.git
 
     def timed(args: Sequence[str], cwd: Path, **kwargs: Any) -> bytes:
         start = time.perf_counter()
@@ -248,11 +248,11 @@ def git_timings() -> Iterator[dict[str, float]]:
         finally:
             spent[args[0]] += time.perf_counter() - start
 
-    repogym.git.git = timed
+    repogym._git.git = timed
     try:
         yield spent
     finally:
-        repogym.git.git = original
+        repogym._git.git = original
 
 
 def breakdown(sub: Submission, rounds: int) -> None:

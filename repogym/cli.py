@@ -29,9 +29,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NamedTuple, NoReturn
 
-from repogym import __version__
-from repogym import git as _git
-from repogym.demo import build_example_repo, example_names
+from repogym import __version__, _git
+from repogym._demo import build_example_repo, example_names
 from repogym.errors import RepogymError, TaskError, UsageError
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from repogym import git as _git
+from repogym import _git
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult

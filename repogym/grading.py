@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym import git as _git
+from repogym import _git
 from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult

@@ -1,6 +1,6 @@
 """JUnit XML reports: a safe, streaming parser that yields one record per ``<testcase>``.
 
-Mapping a record to the canonical test id of a task is ``repogym.testids``' job.
+Mapping a record to the canonical test id of a task is ``repogym._testids``' job.
 
 The parser is the standard library's expat, fed the file in chunks: memory stays flat
 whatever the report's size, and each case is handed out as soon as its end tag is read.

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repogym import git as _git
+from repogym import _git
+from repogym._globs import compile_globs, matching
+from repogym._testids import escape_controls
 from repogym.errors import RepogymError, UnknownRef, WorkspaceError
-from repogym.globs import compile_globs, matching
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
 from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task
-from repogym.testids import escape_controls
 from repogym.workspace import clone_at, files_under, task_for
 
 

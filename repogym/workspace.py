@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from repogym import git as _git
+from repogym import _git
 from repogym.errors import WorkspaceError
 from repogym.task import TASK_FILE, Task, load_task, parse_task
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from repogym._demo import example_names
 from repogym.cli import main
-from repogym.demo import example_names
 from tests.conftest import Repo
 
 # Starts repogym as `python -m repogym` does, with the dispositions an interactive shell

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.demo import EXAMPLES, build_example_repo
+from repogym._demo import EXAMPLES, build_example_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

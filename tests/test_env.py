@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.demo import EXAMPLES, build_example_repo
+from repogym._demo import EXAMPLES, build_example_repo
 from repogym.env import (
     ApplyPatch,
     EnvError,

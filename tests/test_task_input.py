@@ -12,7 +12,7 @@ import pytest
 
 from repogym.errors import TaskError
 from repogym.task import load_task, parse_task
-from repogym.task_values import TASK_MAX_TIMEOUT
+from repogym.task._values import TASK_MAX_TIMEOUT
 from tests.conftest import Repo
 
 HEAD = "version: 1\ntype: bugfix\n"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from repogym import testids
+from repogym import _testids as testids
+from repogym._loadfailure import LoadFailure, load_failure
+from repogym._testids import TestResult, collect
 from repogym.junit import Case, Outcome, iter_cases
-from repogym.loadfailure import LoadFailure, load_failure
-from repogym.testids import TestResult, collect
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "junit"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.demo import build_example_repo, example_names
+from repogym._demo import build_example_repo, example_names
 from tests.conftest import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
@@ -47,7 +47,7 @@ def test_every_example_is_valid_with_its_solution(name: str, tmp_path: Path) -> 
 def test_the_examples_cover_every_task_type() -> None:
     import yaml
 
-    from repogym.demo import EXAMPLES
+    from repogym._demo import EXAMPLES
 
     types = {
         yaml.safe_load((EXAMPLES / n / "repo/.repogym.yml").read_text())["type"]

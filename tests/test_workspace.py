@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym import git as _git
+from repogym import _git
 from repogym.errors import WorkspaceError
 from repogym.task import parse_task
 from repogym.workspace import FileChange, Workspace

@@ -12,11 +12,11 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
+from repogym._testids import TestResult
 from repogym.errors import WorkspaceError
 from repogym.junit import Outcome
 from repogym.models import Finding, capped_findings
 from repogym.runner import CommandResult
-from repogym.testids import TestResult
 from repogym.workspace import Workspace, shown_path
 
 # How a finding says what happened to a test that did not pass.

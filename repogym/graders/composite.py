@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repogym.errors import TaskError
+from repogym.graders._custom import load_custom_grader
 from repogym.graders.base import Grader
 from repogym.graders.constraints import ConstraintGrader
-from repogym.graders.custom import load_custom_grader
 from repogym.graders.tests import TestGrader
 from repogym.models import Finding, GradeComponent, GradeResult, Role
 from repogym.task import BUILTIN_GRADERS

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym.globs import compile_globs, matching
+from repogym._globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym import git as _git
+from repogym import _git
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner

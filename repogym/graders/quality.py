@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from repogym.globs import compile_globs, matching
+from repogym._globs import compile_globs, matching
 from repogym.graders.base import Grader
 from repogym.metrics import measure_source
 from repogym.models import Finding, GradeComponent, Role, capped_findings

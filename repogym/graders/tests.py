@@ -23,16 +23,16 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from repogym._loadfailure import load_failure
+from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym.errors import JUnitError
 from repogym.graders import _test_findings
+from repogym.graders._swap import TreeSwap
 from repogym.graders.base import Grader
-from repogym.graders.swap import TreeSwap
 from repogym.junit import Outcome, iter_cases
-from repogym.loadfailure import load_failure
 from repogym.models import GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import TestsConfig
-from repogym.testids import TestResult, collect, escape_controls, file_of
 from repogym.workspace import Workspace, files_under
 
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from repogym._testids import TestResult
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
-from repogym.graders.swap import TreeSwap
+from repogym.graders._swap import TreeSwap
 from repogym.junit import Outcome
 from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
 from repogym.task import parse_task
-from repogym.testids import TestResult
 from repogym.workspace import Workspace
 from tests.conftest import Repo
 from tests.spec_example import NoTodoGrader

@@ -12,7 +12,7 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-from repogym import git as _git
+from repogym import _git
 from repogym.errors import UsageError
 
 

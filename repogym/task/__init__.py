@@ -27,10 +27,11 @@ from pydantic import (
     model_validator,
 )
 
+from repogym._testids import escape_controls, file_of
 from repogym.errors import TaskError
 from repogym.models import Role
-from repogym.task_errors import schema_lines, where
-from repogym.task_values import (
+from repogym.task._errors import schema_lines, where
+from repogym.task._values import (
     Fraction,
     NoiseFloor,
     Seconds,
@@ -41,8 +42,7 @@ from repogym.task_values import (
     check_regexes,
     check_relative,
 )
-from repogym.task_yaml import load_yaml
-from repogym.testids import escape_controls, file_of
+from repogym.task._yaml import load_yaml
 
 TASK_FILE = ".repogym.yml"
 TaskType = Literal["bugfix", "feature", "perf", "refactor"]
@@ -135,7 +135,7 @@ class TestsConfig(_Section):
         return self
 
     def test_files(self) -> tuple[str, ...]:
-        """The files the test ids name (see :func:`repogym.testids.file_of`), sorted."""
+        """The files the test ids name (see :func:`repogym._testids.file_of`), sorted."""
         ids = self.fail_to_pass + self.pass_to_pass
         return tuple(sorted({path for path in map(file_of, ids) if path is not None}))
 

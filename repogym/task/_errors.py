@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from repogym.task_yaml import Positions
+from repogym.task._yaml import Positions
 
 # What a value of the wrong type should have been, by pydantic's error type.
 _EXPECTED = {

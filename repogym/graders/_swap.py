@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from repogym import git as _git
+from repogym import _git
 from repogym.workspace import Workspace
 
 
