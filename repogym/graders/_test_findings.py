@@ -121,17 +121,17 @@ def _definition_line(
     So in a Python file the report's line and the one after it, counted from 1, are read:
     the first that is the test's ``def`` (or ``class``) or a decorator is the line; with
     neither, the finding has no line rather than a wrong one. In another file the line is
-    taken as counted from 1.
+    taken as counted from 1, if the file has it.
     """
-    if not path.endswith(".py"):
-        return reported or None
-    name = re.sub(r"\[.*", "", test_id.rsplit("::", 1)[-1], flags=re.DOTALL)
-    if "::" not in test_id or not name:
-        return None
     if path not in sources:
         sources[path] = _source_lines(workspace, path)
     lines = sources[path]
     if lines is None:
+        return None
+    if not path.endswith(".py"):
+        return reported if 1 <= reported <= len(lines) else None
+    name = re.sub(r"\[.*", "", test_id.rsplit("::", 1)[-1], flags=re.DOTALL)
+    if "::" not in test_id or not name:
         return None
     definition = re.compile(rf"\s*(?:(?:async\s+)?def|class)\s+{re.escape(name)}\b|\s*@")
     for line in (reported, reported + 1):

@@ -150,6 +150,19 @@ def test_a_line_that_is_not_the_test_is_left_out(repo: Repo) -> None:
     assert exit_code_warning.level == "warning"
 
 
+def test_a_line_in_another_file_counts_from_one_if_the_file_has_it(repo: Repo) -> None:
+    cases = "".join(
+        f'<testcase file="check.sh" name="{name}" line="{line}"><failure message="no"/></testcase>'
+        for name, line in (("first", 2), ("second", 99))
+    )
+    script = f"printf '<testsuite>{cases}</testsuite>' > {{junit}}"
+    task = task_text(f2p="[check.sh::first, check.sh::second]", p2p="[]", command=script)
+    based(repo, task, {"check.sh": "#!/bin/sh\ntest 1 = 2\ntest 2 = 3\n"})
+    first, second, _ = grade(repo).findings
+    assert (first.path, first.line, first.message) == ("check.sh", 2, "check.sh::first failed: no")
+    assert (second.path, second.line) == ("check.sh", None)
+
+
 def test_hidden_tests_are_counted_in_one_finding_without_a_place(repo: Repo) -> None:
     hidden_tests = HIDDEN + "\n\ndef test_also_secret():\n    assert add(1, 1) == 2\n"
     f2p = "[tests/test_calc.py::test_add, tests/test_hidden.py::test_secret]"
