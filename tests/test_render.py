@@ -137,8 +137,11 @@ LINKED = re.compile(r"@[A-Za-z0-9]|#\d|(?i:gh-\d)|(?i:https?|ftp)://|(?i:www)\."
 
 def unsafe(markdown: str) -> list[str]:
     """Why ``markdown`` would not show as its template meant on GitHub, if it would not."""
-    shown = Shown(github_html(markdown))
+    html = github_html(markdown)
+    shown = Shown(html)
     problems = list(shown.problems)
+    if "<li>\n<p>" in html:
+        problems.append("a loose list: two lists run together, or a list item broke")
     problems += [f"a <{tag}> the template did not write" for tag in set(shown.tags) - TAGS]
     problems += [f"an HTML comment: <!--{c}-->" for c in shown.comments]
     text = "".join(shown.text)
