@@ -93,6 +93,8 @@ def render(
             ) from None
         except jinja2.TemplateError as error:
             raise UsageError(f"template {template}: {error}") from None
+        except (TypeError, ValueError) as error:  # a value of a type the template did not expect
+            raise UsageError(f"template {template}: {type(error).__name__}: {error}") from None
         size = len(text.encode("utf-8", "backslashreplace"))
         if size <= max_bytes:
             return text

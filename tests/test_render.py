@@ -376,6 +376,8 @@ def test_a_limit_no_level_fits_is_one_clear_error() -> None:
         ),
         (lambda r: r.update(base="main"), r"report: base is 'main', not an object"),
         (lambda r: r.update(error={"kind": "task"}), r"error.message is missing"),
+        # details are the graders' own: a template that meets an odd one still renders.
+        (lambda r: r["components"][1]["details"].update(hidden=3, command="x"), None),
     ],
 )
 def test_a_report_of_the_wrong_shape_is_one_line_naming_the_key(change: Any, message: str) -> None:
@@ -418,8 +420,9 @@ def test_a_template_dir_replaces_the_templates_it_has(tmp_path: Path) -> None:
             "c.md.j2",
             r"template c.md.j2: access to attribute '__class__' of 'str' object is unsafe",
         ),
+        ({"c.md.j2": "{{ report.score + 'a' }}"}, "c.md.j2", r"c.md.j2: TypeError: unsupported"),
     ],
-    ids=["missing", "syntax", "undefined", "sandbox"],
+    ids=["missing", "syntax", "undefined", "sandbox", "type"],
 )
 def test_a_bad_template_is_one_line(
     tmp_path: Path, files: dict[str, str], template: str, message: str
