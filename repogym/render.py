@@ -168,8 +168,14 @@ _REPORT: _Keys = {
 _PARTS: Mapping[str, _Keys] = {
     "tool": {"name": ("text", None), "version": ("text", None)},
     "base": {"ref": ("text", None), "sha": ("text", None)},
+    "merge_base": {"sha": ("text", None)},
     "head": {"sha": ("text", None)},
-    "task": {"source": ("text", None), "sha256": ("text", None), "type": ("text", None)},
+    "task": {
+        "source": ("text", None),
+        "sha256": ("text", None),
+        "type": ("text", None),
+        "hidden_tests": ("text", None),
+    },
 }
 _ERROR: _Keys = {"kind": ("text", _REQUIRED), "message": ("text", _REQUIRED)}
 _COMPONENT: _Keys = {

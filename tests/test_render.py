@@ -334,6 +334,18 @@ def test_hidden_tests_are_counted_never_named(template: str) -> None:
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
+def test_no_output_of_a_run_with_hidden_tests_from_outside(template: str) -> None:
+    # --hidden DIR: the tests ran with hidden tests that the task does not name.
+    report = load("fail")
+    shown = render(report, template)
+    report["task"]["hidden_tests"] = "outside"
+    hidden = render(report, template)
+    assert "1 failed, 3 passed" in shown
+    assert "1 failed, 3 passed" not in hidden
+    assert "hidden tests ran, and it would show their names and code" in hidden
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
 def test_a_long_report_is_shortened_to_fit_and_says_so(template: str) -> None:
     text = render(load("long"), template)
     size = len(text.encode())

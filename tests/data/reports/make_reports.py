@@ -216,6 +216,7 @@ def _error_task(fail: dict[str, Any]) -> dict[str, Any]:
             "give the seconds a test run may take, such as 900",
         },
         "base": fail["base"],
+        "merge_base": fail["merge_base"],
         "head": fail["head"],
         "task": {"source": fail["task"]["source"]},
     }
