@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging import InstalledWheel, build_wheel, install_wheel, source_copy
+
 IDENTITY = {
     "GIT_AUTHOR_NAME": "test",
     "GIT_AUTHOR_EMAIL": "test@example.invalid",
@@ -59,6 +61,24 @@ class Repo:
 
     def branch(self, name: str) -> None:
         self.git("checkout", "--quiet", "-b", name)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="write the golden files (tests/golden/) from what the code renders now",
+    )
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
+    """A wheel built from this tree, installed in a fresh venv: the package as a user
+    gets it from ``pip install .`` (tests/packaging.py). Built once per session."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = source_copy(root / "source")
+    wheel = build_wheel(source, root / "dist")
+    return install_wheel(wheel, root / "venv")
 
 
 @pytest.fixture

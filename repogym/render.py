@@ -1,0 +1,409 @@
+"""Render a JSON report (docs/report.md) as Markdown, through Jinja2 templates.
+
+The report is the only input: a report written on one machine renders the same on
+another, and what ``repogym grade --markdown`` prints is what the Action posts. The
+built-in templates live in the top-level ``templates/`` directory, shipped as the package
+``repogym._templates``; a ``template_dir`` holds templates that replace them by name
+(the others are still the built-in ones).
+
+Everything in a report may come from the submission (test names, messages, paths, output
+tails), so templates write every value through one of three filters (docs/report.md,
+"Rendering"): ``md`` for text, ``code`` for an inline code span, ``fence`` for a code
+block. This module knows Markdown as GitHub renders it, not GitHub's API.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from repogym.errors import UsageError
+
+# GitHub's smallest limit among the texts the templates are for: a check run's summary
+# holds 65535 characters (a PR comment 65536, a job summary 1 MiB).
+MAX_BYTES = 65535
+
+TEMPLATES = ("comment.md.j2", "check_summary.md.j2", "job_summary.md.j2")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Detail:
+    """How much a template shows. :func:`render` tries the levels of :data:`DETAILS` in
+    order and returns the first text that fits, so a long report loses detail, never
+    its layout: nothing is cut in the middle of a table, a tag or a code block."""
+
+    level: int
+    messages: int  # messages shown per component
+    findings: int  # findings shown per component
+    text: int  # characters of one message, finding or name
+    tail: int  # characters of an output tail; 0 leaves output tails out
+
+    @property
+    def cut(self) -> bool:
+        """Whether this level leaves something out, which the template must say."""
+        return self.level > 0
+
+
+DETAILS = (
+    Detail(level=0, messages=30, findings=50, text=2000, tail=8000),
+    Detail(level=1, messages=20, findings=30, text=1000, tail=4000),
+    Detail(level=2, messages=10, findings=20, text=500, tail=2000),
+    Detail(level=3, messages=5, findings=5, text=200, tail=0),
+    Detail(level=4, messages=0, findings=0, text=100, tail=0),
+)
+
+
+def render(
+    report: Mapping[str, Any],
+    template: str,
+    *,
+    template_dir: Path | None = None,
+    max_bytes: int = MAX_BYTES,
+) -> str:
+    """``report`` (the dict of ``repogym grade --json``) rendered by ``template``, such
+    as ``comment.md.j2``, in at most ``max_bytes`` bytes of UTF-8 (the strictest way to
+    count GitHub's limits, which are in characters).
+
+    Templates in ``template_dir`` replace the built-in ones of the same name. A report
+    of a grade that could not finish (an ``error`` key) renders too.
+
+    Raises:
+        UsageError: the template does not exist, does not parse, uses a value the
+            report does not have, or is longer than ``max_bytes`` even at the least
+            detail; one line naming the template and how to fix it.
+    """
+    compiled = _template(template, template_dir)
+    context = with_defaults(report)
+    size = 0
+    for detail in DETAILS:
+        try:
+            text = compiled.render(report=context, detail=detail, max_bytes=max_bytes)
+        except jinja2.UndefinedError as error:
+            raise UsageError(
+                f"template {template}: {error.message}; the report has no such value "
+                "(docs/report.md lists them)"
+            ) from None
+        except jinja2.TemplateError as error:
+            raise UsageError(f"template {template}: {error}") from None
+        except (TypeError, ValueError) as error:  # a value of a type the template did not expect
+            raise UsageError(f"template {template}: {type(error).__name__}: {error}") from None
+        size = len(text.encode("utf-8", "backslashreplace"))
+        if size <= max_bytes:
+            return text
+    raise UsageError(
+        f"template {template}: {size} bytes even at the least detail, over the limit of "
+        f"{max_bytes}; show less when `detail.cut` is true"
+    )
+
+
+def with_defaults(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report with every optional key present, so that a template tests a value
+    (``{% if report.base.sha %}``) rather than whether it exists: a report of a grade
+    that could not finish lacks the score and the components, and may lack the commits
+    and the task (docs/report.md).
+
+    The values templates read are checked too: a report may come from elsewhere (the
+    artifact of a workflow that ran the pull request's code), and a wrong one is a line
+    naming it, never a traceback.
+
+    Raises:
+        UsageError: a value has the wrong type, or a component or finding lacks a key.
+    """
+    filled = dict(_checked(report, "report", _REPORT))
+    for key, keys in _PARTS.items():
+        filled[key] = _checked(_mapping(report, key, "report"), key, keys)
+    filled["tool"] = {**filled["tool"], "name": filled["tool"]["name"] or "repogym"}
+    if filled["error"] is not None:
+        filled["error"] = _checked(_mapping(report, "error", "report"), "error", _ERROR)
+    filled["components"] = [
+        _component(c, f"components[{i}]") for i, c in enumerate(filled["components"])
+    ]
+    return filled
+
+
+def _component(component: object, where: str) -> dict[str, Any]:
+    if not isinstance(component, Mapping):
+        raise UsageError(f"report: {where} is {_shown(component)}, not an object")
+    filled = _checked(component, where, _COMPONENT)
+    filled["findings"] = [
+        _finding(f, f"{where}.findings[{i}]") for i, f in enumerate(filled["findings"])
+    ]
+    return filled
+
+
+def _finding(finding: object, where: str) -> dict[str, Any]:
+    if not isinstance(finding, Mapping):
+        raise UsageError(f"report: {where} is {_shown(finding)}, not an object")
+    return _checked(finding, where, _FINDING)
+
+
+# The keys templates read: (kind, default); a default of _REQUIRED means the key must be
+# there. Other keys are passed on as they are.
+_REQUIRED = object()
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "text": ((str,), "a string"),
+    "number": ((int, float), "a number"),
+    "int": ((int,), "a whole number"),
+    "bool": ((bool,), "true or false"),
+    "object": ((Mapping,), "an object"),
+    "list": ((list, tuple), "a list"),
+}
+_Keys = Mapping[str, tuple[str, object]]
+_REPORT: _Keys = {
+    "error": ("object", None),
+    "score": ("number", None),
+    "passed": ("bool", None),
+    "summary": ("text", None),
+    "components": ("list", []),
+    "files_changed": ("list", []),
+}
+_PARTS: Mapping[str, _Keys] = {
+    "tool": {"name": ("text", None), "version": ("text", None)},
+    "base": {"ref": ("text", None), "sha": ("text", None)},
+    "merge_base": {"sha": ("text", None)},
+    "head": {"sha": ("text", None)},
+    "task": {
+        "source": ("text", None),
+        "sha256": ("text", None),
+        "type": ("text", None),
+        "hidden_tests": ("text", None),
+    },
+}
+_ERROR: _Keys = {"kind": ("text", _REQUIRED), "message": ("text", _REQUIRED)}
+_COMPONENT: _Keys = {
+    "name": ("text", _REQUIRED),
+    "role": ("text", _REQUIRED),
+    "score": ("number", _REQUIRED),
+    "passed": ("bool", _REQUIRED),
+    "weight": ("number", 0.0),
+    "details": ("object", {}),
+    "messages": ("list", []),
+    "findings": ("list", []),
+}
+_FINDING: _Keys = {
+    "path": ("text", None),
+    "line": ("int", None),
+    "title": ("text", ""),
+    "message": ("text", _REQUIRED),
+    "level": ("text", "failure"),
+}
+
+
+def _mapping(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{where}: {key} is {_shown(value)}, not an object")
+    return value
+
+
+def _checked(data: Mapping[str, Any], where: str, keys: _Keys) -> dict[str, Any]:
+    filled = dict(data)
+    for key, (kind, default) in keys.items():
+        value = data.get(key)
+        if value is None:
+            if default is _REQUIRED:
+                raise UsageError(f"report: {where}.{key} is missing (docs/report.md)")
+            filled[key] = default
+            continue
+        # bool is an int to Python, not a number to JSON.
+        types, name = _KINDS[kind]
+        if not isinstance(value, types) or (isinstance(value, bool) and kind != "bool"):
+            raise UsageError(f"report: {where}.{key} is {_shown(value)}, not {name}")
+        if isinstance(value, tuple):
+            filled[key] = list(value)
+    return filled
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _template(name: str, template_dir: Path | None) -> jinja2.Template:
+    if template_dir is not None and not template_dir.is_dir():
+        raise UsageError(f"template directory {template_dir}: not a directory; name one")
+    try:
+        return _environment(template_dir).get_template(name)
+    except jinja2.TemplateNotFound:
+        where = f"{template_dir} nor among" if template_dir else "not among"
+        raise UsageError(
+            f"template {name}: {'neither in ' if template_dir else ''}{where} the built-in "
+            f"templates ({', '.join(TEMPLATES)})"
+        ) from None
+    except jinja2.TemplateSyntaxError as error:
+        where = error.filename or error.name or name
+        raise UsageError(f"{where}:{error.lineno}: {error.message}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _environment(template_dir: Path | None) -> jinja2.Environment:
+    builtin = jinja2.PackageLoader("repogym._templates", ".")
+    loader: jinja2.BaseLoader = builtin
+    if template_dir is not None:
+        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(template_dir), builtin])
+    # Sandboxed: a template directory may come from a repository, and a template must
+    # not reach Python's internals in the process that holds a GitHub token.
+    env = ImmutableSandboxedEnvironment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown, not HTML: the filters below escape instead
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(md=md, code=code, fence=fence, score=score)
+    return env
+
+
+# GitHub-flavoured Markdown has no escaping function in any library: markupsafe escapes
+# HTML only, and a backslash escape does not stop GitHub's mentions and issue links
+# (they are found in the rendered text). So `md` is written here, as one pass over the
+# text (a second pass would escape the first one's entities).
+#
+# Markup characters become numeric entities rather than backslash escapes: an entity is
+# literal text in Markdown (CommonMark: it never counts as structure, and a table does
+# not split at `&#124;`) and in HTML alike, so `md` is safe in a paragraph, a table cell
+# and an HTML block such as `<summary>`. A zero-width space (`&#8203;`, as Dependabot
+# writes mentions) breaks what GitHub links in text: `@user`, `@org/team`, `#123`,
+# `org/repo#1`, `GH-123`, `https://...`, `www.`, `a@b.c`.
+# Control characters, bidirectional overrides (which can reorder what a reader sees)
+# and lone surrogates (undecodable bytes of a file name) are shown as escapes.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_ZWSP = "&#8203;"
+_ENTITY = {c: f"&#{ord(c)};" for c in "\\`*~[]|$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_TOKEN = re.compile(
+    r"""
+      (?P<newline>\r\n|[\r\n])
+    | (?P<entity>[&<>\\`*~\[\]|$])
+    | (?P<underscore>_)
+    | (?P<link>@|\#(?=\d)|(?i:gh)-(?=\d)|:(?=//)|(?i:www)(?=\.))
+    | (?P<control>"""
+    + _CONTROL.pattern
+    + ")",
+    re.VERBOSE,
+)
+# What is markup only at the start of a line: an indented code block, a heading, a list
+# item, a setext underline or a thematic break (`*` and `_` are escaped anyway).
+_LINE_START = re.compile(
+    r"[ \t]+|\#{1,6}(?=[ \t]|$)|[-+](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)|[=-]+[ \t]*$"
+)
+
+
+def md(value: object, limit: int | None = None) -> str:
+    """``value`` as text that renders as itself in GitHub Markdown, in a paragraph, a
+    list item, a table cell or an HTML block, on one line (line breaks become
+    ``<br>``); cut to ``limit`` characters, saying how many more there were. Not for
+    HTML attribute values, nor inside a code span or block (use ``code``, ``fence``)."""
+    text, more = _cut(str(value), limit)
+    escaped = _MD_TOKEN.sub(_md_token, text)
+    start = _LINE_START.match(escaped)
+    if start:
+        lead = "".join(f"&#{ord(c)};" for c in start.group())
+        escaped = lead + escaped[start.end() :]
+    return escaped + (f" … ({more} more characters)" if more else "")
+
+
+def _md_token(match: re.Match[str]) -> str:
+    token = match.group()
+    kind = match.lastgroup
+    if kind == "newline":
+        return "<br>"
+    if kind == "entity":
+        return _ENTITY[token]
+    if kind == "underscore":
+        # `_` inside a word (test_foo_bar) cannot open or close emphasis (CommonMark's
+        # flanking rules); escape only the others (__init__), so that most ids stay legible.
+        text, at = match.string, match.start()
+        inside = 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum()
+        return token if inside else "&#95;"
+    if kind == "link":
+        return token + _ZWSP
+    return _visible(token).replace("\\", "&#92;")
+
+
+def code(value: object, limit: int | None = None) -> str:
+    """``value`` as an inline code span, on one line, cut to ``limit`` characters.
+
+    Inside a code span GitHub links nothing and reads no HTML, so only the backticks
+    matter: the span's delimiter is longer than any run of them inside (CommonMark).
+    Not for a table cell (a `|` would split it) nor an HTML block: use ``md`` there."""
+    text, more = _cut(str(value), limit)
+    text = _literal(re.sub(r"\r\n|[\r\n]", " ", text))
+    if not text:
+        return ""
+    delimiter = "`" * (_longest_backticks(text) + 1)
+    # One space on each side is stripped from a span that has both: pad when the text
+    # begins or ends with a backtick (it would join the delimiter) or with a space.
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    span = f"{delimiter}{pad}{text}{pad}{delimiter}"
+    return span + (f" … ({more} more characters)" if more else "")
+
+
+def fence(value: object, limit: int | None = None) -> str:
+    """``value`` as a fenced code block, its last ``limit`` characters when it is longer
+    (an output tail's end is what explains a failure), saying how many were cut.
+
+    Nothing inside a code block is Markdown or HTML; only a line of backticks as long
+    as the fence could end it, so the fence is longer than any run of backticks inside.
+    Write it at the start of a line, after a blank line."""
+    text = re.sub(r"\r\n|\r", "\n", str(value)).rstrip("\n")
+    if limit is not None and len(text) > limit:
+        kept = text[len(text) - limit :]
+        # Start at a whole line when there is one in what is kept.
+        newline = kept.find("\n")
+        if 0 <= newline < len(kept) - 1:
+            kept = kept[newline + 1 :]
+        text = f"[… {len(text) - len(kept)} characters cut]\n{kept}"
+    text = _literal(text)
+    fence_ = "`" * max(3, _longest_backticks(text) + 1)
+    return f"{fence_}text\n{text}\n{fence_}"
+
+
+def score(value: object, digits: int = 2) -> str:
+    """A score with ``digits`` decimals, cut rather than rounded: 0.9988 is 0.99, so that
+    1.00 always means 1 (issue 8); ``–`` for a missing score."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    # repr() is the shortest text of the float: 0.29 stays 0.29, not 0.28999...
+    return str(Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-digits), ROUND_DOWN))
+
+
+def _literal(text: str) -> str:
+    """``text`` for a code span or block: control characters shown as escapes, and a
+    zero-width space inside every ``<!--``, which nothing can escape in code, so that
+    the raw text of a comment holds no HTML comment but the marker the Action writes."""
+    return _CONTROL.sub(lambda m: _visible(m.group()), text).replace("<!--", "<\u200b!--")
+
+
+def _visible(char: str) -> str:
+    """``\\x1b``, ``\\u202e``, or ``\\xff`` for the surrogate that stands for byte 0xff
+    (as repogym.report writes undecodable bytes)."""
+    point = ord(char)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if 0xDC80 <= point <= 0xDCFF:
+        return f"\\x{point - 0xDC00:02x}"
+    return f"\\u{point:04x}"
+
+
+def _cut(text: str, limit: int | None) -> tuple[str, int]:
+    """The first ``limit`` characters of ``text`` and how many more there were."""
+    if limit is None or len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
