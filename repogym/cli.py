@@ -34,9 +34,9 @@ from repogym._demo import build_example_repo, example_names
 from repogym.errors import RepogymError, TaskError, UsageError
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file
+from repogym.render import render
 from repogym.report import (
     error_report,
-    markdown,
     output_problems,
     report_dict,
     text_table,
@@ -98,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
     # Strings, not Paths: Path("") is ".", and an empty --json must be named as such.
     grade.add_argument("--json", metavar="OUT", help="write the JSON report here")
-    grade.add_argument("--markdown", metavar="OUT", help="write a Markdown summary here")
+    grade.add_argument(
+        "--markdown",
+        metavar="OUT",
+        help="write the Markdown the GitHub Action posts as its comment here",
+    )
     grade.add_argument(
         "-C",
         dest="directory",
@@ -287,13 +291,17 @@ def _grade(args: argparse.Namespace) -> int:
         grading = grade(args.directory, base=args.base, task=args.task, hidden=args.hidden)
     except Exception as error:
         # A report that says why there is no grade, so that no reader finds a stale one.
-        text = to_json(_error_report(error))
-        _write(outputs, {"json": lambda: text})
+        report = _error_report(error)
+        _write(
+            outputs,
+            {"json": lambda: to_json(report), "markdown": lambda: render(report, "comment.md.j2")},
+        )
         raise
     result = grading.result
+    report = report_dict(grading)
     texts = {
-        "json": lambda: to_json(report_dict(grading)),
-        "markdown": lambda: markdown(result),
+        "json": lambda: to_json(report),
+        "markdown": lambda: render(report, "comment.md.j2"),
     }
     # Every output is rendered, then all are written, before anything is printed: a
     # closed stdout must not cost the reports, nor a bad path the table.

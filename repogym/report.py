@@ -324,29 +324,6 @@ def text_table(result: GradeResult) -> str:
     return show_undecodable("\n".join(lines) + "\n")
 
 
-def markdown(result: GradeResult) -> str:
-    """A Markdown table of the components with their messages."""
-    verdict = "✅ passed" if result.passed else "❌ failed"
-    lines = [
-        f"### repogym: {verdict}, score {result.score:.3f}",
-        "",
-        "| component | role | weight | score | result |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for c in result.components:
-        mark = "✓" if c.passed else "✗"
-        lines.append(f"| {c.name} | {c.role.value} | {c.weight:g} | {c.score:.2f} | {mark} |")
-    for c in result.components:
-        if c.messages:
-            lines += ["", f"**{c.name}**", ""] + [f"- {_md_escape(m)}" for m in c.messages]
-    lines += ["", f"`{result.summary()}`", ""]
-    return show_undecodable("\n".join(lines))
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;")
-
-
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 

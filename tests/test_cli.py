@@ -73,7 +73,7 @@ def test_grade_passes_and_writes_reports(pr: Repo, tmp_path: Path) -> None:
         "findings",
     }
     assert report["components"][0]["findings"] == []
-    assert "| quality | objective | 1 | 1.00 | ✓ |" in md.read_text()
+    assert "| quality | objective | 1 | 1.00 | ✅ |" in md.read_text()
 
 
 def test_grade_fails_with_exit_1(pr: Repo) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from repogym.models import GradeComponent, GradeResult
+from repogym.render import render
 from repogym.report import (
     PendingWrite,
-    markdown,
     output_problems,
     text_table,
     to_json,
@@ -260,9 +260,9 @@ def test_undecodable_names_in_json_round_trip(tmp_path: Path) -> None:
 def test_undecodable_names_in_markdown_and_table(tmp_path: Path) -> None:
     name = os.fsdecode(b"src/bad\xff.txt")
     target = tmp_path / "r.md"
-    write_atomic(target, markdown(result_naming(name)))
+    write_atomic(target, render(result_naming(name).to_dict(), "comment.md.j2"))
     text = target.read_text(encoding="utf-8")
-    assert "- src/bad\\xff.txt \\| &lt;b> is wrong" in text
+    assert "- src/bad&#92;xff.txt &#124; &lt;b&gt; is wrong" in text
     assert "custom: src/bad\\xff.txt | <b> is wrong" in text_table(result_naming(name))
 
 

@@ -2,7 +2,7 @@
 
     python tests/data/reports/make_reports.py     # from the repository root, ~1 minute
 
-The reports of real grades come from grading the bundled examples (repogym.demo) with
+The reports of real grades come from grading the bundled examples (repogym._demo) with
 `repogym grade --json`: a reference solution, a bad one, one that fails a hidden test,
 one graded by every grader. The others are edits of those: reports of a grade that
 could not finish (the `error` key of docs/report.md), hostile strings in every place a
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repogym.demo import build_example_repo
+from repogym._demo import build_example_repo
 
 HERE = Path(__file__).resolve().parent
 
