@@ -130,19 +130,17 @@ def with_defaults(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _component(component: object, where: str) -> dict[str, Any]:
-    if not isinstance(component, Mapping):
-        raise UsageError(f"report: {where} is {_shown(component)}, not an object")
-    filled = _checked(component, where, _COMPONENT)
+    filled = _object(component, where, _COMPONENT)
     filled["findings"] = [
-        _finding(f, f"{where}.findings[{i}]") for i, f in enumerate(filled["findings"])
+        _object(f, f"{where}.findings[{i}]", _FINDING) for i, f in enumerate(filled["findings"])
     ]
     return filled
 
 
-def _finding(finding: object, where: str) -> dict[str, Any]:
-    if not isinstance(finding, Mapping):
-        raise UsageError(f"report: {where} is {_shown(finding)}, not an object")
-    return _checked(finding, where, _FINDING)
+def _object(value: object, where: str, keys: _Keys) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise UsageError(f"report: {where} is {_shown(value)}, not an object")
+    return _checked(value, where, keys)
 
 
 # The keys templates read: (kind, default); a default of _REQUIRED means the key must be
