@@ -346,6 +346,18 @@ def test_no_output_of_a_run_with_hidden_tests_from_outside(template: str) -> Non
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
+def test_a_problem_of_a_run_with_hidden_tests_shows_no_output(template: str) -> None:
+    # The tests grader puts the output tail in the message of a run that gave no report.
+    report = load("hidden")
+    tests = next(c for c in report["components"] if c["name"] == "tests")
+    tail = tests["details"]["command"]["output_tail"]
+    tests["messages"] = ["score 0: the test command timed out", "output tail:\n" + tail]
+    text = render(report, template)
+    assert "score 0: the test command timed out" in text
+    assert "ties" not in text
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
 def test_a_long_report_is_shortened_to_fit_and_says_so(template: str) -> None:
     text = render(load("long"), template)
     size = len(text.encode())
