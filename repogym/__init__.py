@@ -4,43 +4,92 @@ The public API is what ``__all__`` lists; every other name, and every module who
 starts with an underscore, may change without notice.
 """
 
+import importlib
 import importlib.metadata as _metadata
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = _metadata.version("repogym")
 except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
-# After __version__, which the modules below read.
-from repogym.env import (
-    ApplyPatch,
-    ReadFile,
-    RepoEnv,
-    RunCommand,
-    Submit,
-    WriteFile,
-)
-from repogym.errors import (
-    EnvError,
-    JUnitError,
-    RepogymError,
-    TaskError,
-    UnknownRef,
-    UsageError,
-    WorkspaceError,
-)
-from repogym.graders import (
-    CompositeGrader,
-    ConstraintGrader,
-    Grader,
-    PerfGrader,
-    QualityGrader,
-    TestGrader,
-)
-from repogym.grading import Grading, grade
-from repogym.models import Finding, GradeComponent, GradeResult, Role
-from repogym.task import Task, load_task, parse_task
-from repogym.workspace import Workspace
+# The API is imported when first used (PEP 562), so that `import repogym.junit` alone,
+# say, does not load the task schema and its dependencies.
+_EXPORTS = {
+    "ApplyPatch": "repogym.env",
+    "CompositeGrader": "repogym.graders",
+    "ConstraintGrader": "repogym.graders",
+    "EnvError": "repogym.errors",
+    "Finding": "repogym.models",
+    "GradeComponent": "repogym.models",
+    "GradeResult": "repogym.models",
+    "Grader": "repogym.graders",
+    "Grading": "repogym.grading",
+    "JUnitError": "repogym.errors",
+    "PerfGrader": "repogym.graders",
+    "QualityGrader": "repogym.graders",
+    "ReadFile": "repogym.env",
+    "RepoEnv": "repogym.env",
+    "RepogymError": "repogym.errors",
+    "Role": "repogym.models",
+    "RunCommand": "repogym.env",
+    "Submit": "repogym.env",
+    "Task": "repogym.task",
+    "TaskError": "repogym.errors",
+    "TestGrader": "repogym.graders",
+    "UnknownRef": "repogym.errors",
+    "UsageError": "repogym.errors",
+    "Workspace": "repogym.workspace",
+    "WorkspaceError": "repogym.errors",
+    "WriteFile": "repogym.env",
+    "grade": "repogym.grading",
+    "load_task": "repogym.task",
+    "parse_task": "repogym.task",
+}
+
+if TYPE_CHECKING:
+    from repogym.env import (
+        ApplyPatch,
+        ReadFile,
+        RepoEnv,
+        RunCommand,
+        Submit,
+        WriteFile,
+    )
+    from repogym.errors import (
+        EnvError,
+        JUnitError,
+        RepogymError,
+        TaskError,
+        UnknownRef,
+        UsageError,
+        WorkspaceError,
+    )
+    from repogym.graders import (
+        CompositeGrader,
+        ConstraintGrader,
+        Grader,
+        PerfGrader,
+        QualityGrader,
+        TestGrader,
+    )
+    from repogym.grading import Grading, grade
+    from repogym.models import Finding, GradeComponent, GradeResult, Role
+    from repogym.task import Task, load_task, parse_task
+    from repogym.workspace import Workspace
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'repogym' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "ApplyPatch",

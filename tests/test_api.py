@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,12 +21,28 @@ PACKAGE = Path(repogym.__file__).parent
 
 def test_all_is_sorted_and_complete() -> None:
     assert repogym.__all__ == sorted(repogym.__all__)
-    public = {name for name in vars(repogym) if not name.startswith("_")}
-    modules = {name for name in public if isinstance(getattr(repogym, name), type(repogym))}
-    # Everything imported into the package is API; submodules are reached by their path.
-    assert public - modules == set(repogym.__all__) - {"__version__"}
+    assert set(repogym.__all__) - {"__version__"} == set(repogym._EXPORTS)
     for name in repogym.__all__:
         assert getattr(repogym, name) is not None
+        assert name in dir(repogym)
+    # What a type checker reads (the TYPE_CHECKING imports) names the same objects.
+    tree = ast.parse(Path(repogym.__file__).read_text())
+    typed = {
+        alias.name: node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("repogym.")
+        for alias in node.names
+    }
+    assert typed == repogym._EXPORTS
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        repogym.nope  # noqa: B018
+
+
+def test_a_module_loads_only_what_it_needs() -> None:
+    # bench/junit.py's memory target: the JUnit reader alone, not the task schema.
+    code = "import sys, repogym.junit; print(sorted({'pydantic', 'yaml'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("name", list(BUILTIN_GRADERS))
