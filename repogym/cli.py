@@ -19,7 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
@@ -226,7 +226,7 @@ def _error_report(error: Exception) -> dict[str, Any]:
     return error_report("internal", f"{type(error).__name__}: {error}")
 
 
-def _write(outputs: list[tuple[str, str]], texts: dict[str, Any]) -> str | None:
+def _write(outputs: list[tuple[str, str]], texts: dict[str, Callable[[], str]]) -> str | None:
     """Write the outputs that ``texts`` can render, every one or none; the problem."""
     chosen = [(_OUTPUTS[key].option, path, texts[key]()) for key, path in outputs if key in texts]
     return write_outputs(chosen)
