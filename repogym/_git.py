@@ -25,6 +25,11 @@ _PINNED_CONFIG = (
     "diff.external=",
     "core.pager=cat",
     "core.warnAmbiguousRefs=true",
+    # Global and system files are ignored (GIT_CONFIG_GLOBAL, GIT_CONFIG_NOSYSTEM below);
+    # their defaults under $HOME are too, so that a file the submission's code wrote
+    # there cannot hide files from the grader or change what it reads.
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
 )
 
 
@@ -44,6 +49,14 @@ def git(
     return done.stdout
 
 
+def command(args: Sequence[str]) -> list[str]:
+    """``git`` with the pinned settings, then ``args``."""
+    line = ["git"]
+    for setting in _PINNED_CONFIG:
+        line += ["-c", setting]
+    return line + list(args)
+
+
 def _run(
     args: Sequence[str],
     cwd: Path,
@@ -51,25 +64,29 @@ def _run(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    command = ["git"]
-    for setting in _PINNED_CONFIG:
-        command += ["-c", setting]
-    command += list(args)
-    full_env = {**_base_environment(), **(env or {})}
+    full_env = {**environment(), **(env or {})}
     try:
         return subprocess.run(
-            command, cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
+            command(args), cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
         )
     except FileNotFoundError:
         raise WorkspaceError("git is not installed or not on PATH: install git") from None
 
 
-def _base_environment() -> dict[str, str]:
+def environment() -> dict[str, str]:
     """What git needs of our environment, and nothing else: no token reaches a command
-    that a repository's config might make git run."""
-    keep = ("PATH", "HOME", "TMPDIR", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
+    that a repository's config might make git run. No global or system config is read:
+    the submission's code may have written ``$HOME/.gitconfig`` (a clean filter there
+    would run in every later grade)."""
+    keep = ("PATH", "HOME", "TMPDIR")
     env = {name: os.environ[name] for name in keep if name in os.environ}
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        LC_ALL="C",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_ATTR_NOSYSTEM="1",
+    )
     return env
 
 

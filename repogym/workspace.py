@@ -1,9 +1,10 @@
 """A submission (a git work tree as it is now) and its baseline (a commit).
 
-Everything is computed with git plumbing on a private copy of the index, so grading never
-changes the repository's own index, refs or files. Untracked files that are not ignored
-are part of the submission: they enter the private index as intent-to-add entries, which
-makes them show up in ``git diff`` like any other new file.
+The work tree is read once into a snapshot (repogym._snapshot): tracked files, and
+untracked ones that are not ignored, as git lists them. Everything else is computed with
+git plumbing on that snapshot in a private store, so grading never changes the
+repository's index, refs, objects or files, and what the constraints check is exactly
+what the commands run.
 """
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ import atexit
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from repogym import _git
+from repogym._snapshot import Entry, Snapshot, Store, checkout, inside, tree_entries
 from repogym.errors import WorkspaceError
 from repogym.task import TASK_FILE, Task, load_task, parse_task
-
-# git decides a blob is binary by a NUL byte in its first 8000 bytes (xdiff-interface.c).
-_BINARY_SNIFF = 8000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,7 +36,12 @@ class FileChange:
 
 
 class Workspace:
-    """A submission tree compared with its baseline commit. Open one with :meth:`open`."""
+    """A submission tree compared with its baseline commit. Open one with :meth:`open`.
+
+    The submission is read once, by :meth:`snapshot`, before any of its code runs: from
+    then on the diff, the file list, every file read and every copy the commands run in
+    come from that snapshot, never from the work tree again (see repogym._snapshot).
+    """
 
     def __init__(self, root: Path, base: str, task: Task, *, base_ref: str) -> None:
         self.root = root
@@ -56,6 +61,18 @@ class Workspace:
         top = _git.toplevel(Path(root).resolve())
         sha = _git.resolve_commit(top, base)
         return cls(top, sha, task_for(top, sha, base, task), base_ref=base)
+
+    def snapshot(self) -> Snapshot:
+        """The submission as it is now, read once (HEAD included) and kept; the
+        composite takes it before any grader runs the submission's code."""
+        return self._snapshot
+
+    @cached_property
+    def _snapshot(self) -> Snapshot:
+        _ = self.head
+        snapshot = Snapshot.take(self.root)
+        atexit.register(snapshot.close)
+        return snapshot
 
     @cached_property
     def head(self) -> str | None:
@@ -87,30 +104,20 @@ class Workspace:
 
     def files(self) -> tuple[str, ...]:
         """Every file of the submission (tracked or untracked, not ignored), sorted."""
-        return self._files
+        return self._snapshot.files()
 
-    def snapshot(self) -> None:
-        """Read the changes, the patch and the file list now, once.
+    def entry(self, path: str) -> Entry | None:
+        """The submission's entry of ``path`` (mode and blob), or None."""
+        return self._snapshot.entries.get(path)
 
-        Each is computed on first use and kept, since the submission does not change while
-        it is graded. The composite calls this before any grader runs the submission's
-        code, which could rewrite the work tree's ``.git/config`` for later git calls.
-        """
-        _ = self._changes, self._patch, self._files
+    def copy(self, dest: Path, entries: Mapping[str, Entry] | None = None) -> Path:
+        """A fresh copy of the submission (or of ``entries``) written into ``dest``."""
+        return self._snapshot.checkout(dest, entries)
 
     @cached_property
     def _patch(self) -> str:
         out = self._git_diff(["--no-color", "--no-ext-diff", "--no-textconv"])
         return out.decode("utf-8", errors="replace")
-
-    @cached_property
-    def _files(self) -> tuple[str, ...]:
-        with self._index() as env:
-            out = _git.git(
-                ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], self.root, env=env
-            )
-        paths = {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
-        return tuple(sorted(p for p in paths if os.path.lexists(self.root / p)))
 
     def baseline_files(self, under: str) -> tuple[str, ...]:
         """The files under the directory ``under`` at the baseline commit, sorted."""
@@ -123,30 +130,39 @@ class Workspace:
 
     def is_regular_file(self, path: str) -> bool:
         """Whether ``path`` is a regular file in the submission (not a symlink or missing)."""
-        try:
-            return (self.root / PurePosixPath(path)).lstat().st_mode & 0o170000 == 0o100000
-        except OSError:
-            return False
+        name = inside("", path)
+        entry = None if name is None else self.entry(name)
+        return entry is not None and entry.regular
 
     def read_bytes(self, path: str) -> bytes:
-        """The submission's bytes of ``path``; a file the submission deleted reads as empty."""
-        change = self._changes.get(path)
+        """The submission's bytes of ``path``; a file the submission deleted reads as empty.
+
+        A symlink is followed inside the submission only."""
+        pure = PurePosixPath(path)
+        name = inside("", path)
+        if name is None or pure.is_absolute() or ".." in pure.parts:
+            raise WorkspaceError(f"{path!r}: not a relative path inside the work tree")
+        change = self._changes.get(name)
         if change is not None and change.status == "D":
             return b""
-        target = self.resolve(path)
-        try:
-            return target.read_bytes()
-        except FileNotFoundError:
-            raise WorkspaceError(f"{path}: no such file in the submission") from None
-        except IsADirectoryError:
-            raise WorkspaceError(f"{path}: is a directory, not a file") from None
+        data = self._snapshot.read_bytes(name)
+        if data is None:
+            if self._snapshot.follow(name) is not None:
+                raise WorkspaceError(f"{path}: not a file (a submodule)")
+            if name in self._snapshot.entries or _through_link(self._snapshot, name):
+                raise WorkspaceError(f"{path}: leads outside the work tree (through a symlink)")
+            if any(p.startswith(name + "/") for p in self._snapshot.entries):
+                raise WorkspaceError(f"{path}: is a directory, not a file")
+            raise WorkspaceError(f"{path}: no such file in the submission")
+        return data
 
     def read(self, path: str) -> str:
         """:meth:`read_bytes` decoded as UTF-8 (undecodable bytes replaced)."""
         return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def resolve(self, path: str) -> Path:
-        """The real location of ``path``; refuses anything that leads outside the tree."""
+        """The real location of ``path`` in the work tree itself (RepoEnv's file actions);
+        refuses anything that leads outside the tree."""
         pure = PurePosixPath(path)
         if not path or pure.is_absolute() or ".." in pure.parts:
             raise WorkspaceError(f"{path!r}: not a relative path inside the work tree")
@@ -155,82 +171,26 @@ class Workspace:
             raise WorkspaceError(f"{path}: leads outside the work tree (through a symlink)")
         return target
 
-    # -- the diff, computed once -------------------------------------------------------
+    # -- the diff of the snapshot, computed once ----------------------------------------
 
     @cached_property
     def _changes(self) -> dict[str, FileChange]:
         out = self._git_diff(["--raw", "--numstat", "--no-abbrev", "-z"])
-        changes = _parse_raw_numstat(out)
-        # A submission's .gitattributes can mark text as binary (`-diff`) to hide lines
-        # from max_lines_changed; count those as text unless the content really is binary.
-        disguised = [c.path for c in changes.values() if c.binary and not self._is_binary(c)]
-        for path in disguised:
-            # `--numstat` ignores `--text` (git 2.39), so count the lines of a text patch.
-            patch = self._git_diff(
-                ["--text", "--unified=0", "--no-ext-diff", "--no-textconv"], [path]
-            )
-            added, removed = _count_patch_lines(patch)
-            changes[path] = replace(changes[path], added=added, removed=removed, binary=False)
-        return dict(sorted(changes.items()))
+        return dict(sorted(_parse_raw_numstat(out).items()))
 
-    def _is_binary(self, change: FileChange) -> bool:
-        old = _git.show_file(self.root, self.base, change.path) or b""
-        try:
-            new = (self.root / change.path).read_bytes()[:_BINARY_SNIFF]
-        except OSError:
-            new = b""
-        return b"\0" in old[:_BINARY_SNIFF] or b"\0" in new
-
-    def _git_diff(self, options: list[str], paths: list[str] | None = None) -> bytes:
-        args = ["diff", "--no-renames", *options, self.base, "--"]
-        with self._index() as env:
-            return _git.git(args + (paths or []), self.root, env=env)
-
-    def _index(self) -> _PrivateIndex:
-        return _PrivateIndex(self.root)
+    def _git_diff(self, options: list[str]) -> bytes:
+        snapshot = self._snapshot
+        args = ["diff", "--no-renames", *options, self.base, snapshot.tree, "--"]
+        return snapshot.store.git(args)
 
 
-class _PrivateIndex:
-    """A copy of the repository's index with untracked files added as intent-to-add.
-
-    Copying keeps git's stat cache, so unchanged files are not read again.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._dir: str | None = None
-
-    def __enter__(self) -> dict[str, str]:
-        self._dir = tempfile.mkdtemp(prefix="repogym-index-")
-        index = str(Path(self._dir) / "index")
-        real = _git.git(["rev-parse", "--git-path", "index"], self.root).decode().strip()
-        real_path = self.root / real
-        if real_path.exists():
-            # copy2 keeps the mtime, which git compares with entries to spot racy ones.
-            shutil.copy2(real_path, index)
-        env = {"GIT_INDEX_FILE": index, "GIT_LITERAL_PATHSPECS": "1"}
-        _git.git(["add", "--all", "--intent-to-add", "--", "."], self.root, env=env)
-        return env
-
-    def __exit__(self, *exc: object) -> None:
-        if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
-
-
-def _count_patch_lines(patch: bytes) -> tuple[int, int]:
-    """Added and removed lines of a one-file unified diff."""
-    added = removed = 0
-    in_hunk = False
-    for line in patch.split(b"\n"):
-        if line.startswith(b"@@"):
-            in_hunk = True
-        elif line.startswith(b"diff --git"):
-            in_hunk = False
-        elif in_hunk and line.startswith(b"+"):
-            added += 1
-        elif in_hunk and line.startswith(b"-"):
-            removed += 1
-    return added, removed
+def _through_link(snapshot: Snapshot, path: str) -> bool:
+    """Whether a directory on the way to ``path`` is a symlink of the submission."""
+    parts = path.split("/")
+    return any(
+        (e := snapshot.entries.get("/".join(parts[:i]))) is not None and e.mode == "120000"
+        for i in range(1, len(parts))
+    )
 
 
 def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
@@ -332,17 +292,17 @@ def materialise(repo: Path, commit: str) -> Path:
 def export_tree(repo: Path, commit: str, *, prefix: str) -> Path:
     """The files of ``commit`` in a new private directory (no ``.git``), removed at exit.
 
-    A private index keeps the repository's own untouched.
+    Checked out through a private store (repogym._snapshot): no config, filter or
+    attribute of the repository's converts a byte.
     """
     holder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, holder, True)
-    tree = holder / "tree"
-    env = {"GIT_INDEX_FILE": str(holder / "index")}
-    _git.git(["read-tree", commit], repo, env=env)
-    _git.git(["checkout-index", "--all", "--force", f"--prefix={tree}/"], repo, env=env)
-    (holder / "index").unlink()
-    tree.mkdir(exist_ok=True)
-    return tree
+    store = Store(repo)
+    try:
+        checkout(store, tree_entries(store, commit), holder / "tree")
+    finally:
+        store.close()
+    return holder / "tree"
 
 
 def clone_at(repo: Path, commit: str, dest: Path) -> Path:

@@ -136,9 +136,10 @@ def test_signal_during_grade_cleans_up(repo: Repo, tmp_path: Path, signum: int) 
     grade = start(["grade"], repo.root, {"TMPDIR": str(scratch)})
     try:
         started.wait(grade)
-        # The TestGrader has put the base's test file in place for the run.
-        assert (repo.root / "tests/test_a.py").read_text() == BASE_TEST
-        assert any(p.name.startswith("repogym-swap-") for p in scratch.iterdir())
+        # The tests run in a copy with the base's test file; the work tree is untouched.
+        assert (repo.root / "tests/test_a.py").read_text() == SUBMITTED_TEST
+        copies = [p / "tree" for p in scratch.iterdir() if p.name.startswith("repogym-tests-")]
+        assert [(c / "tests/test_a.py").read_text() for c in copies] == [BASE_TEST]
         grade.send_signal(signum)
         out, err = grade.communicate(timeout=BACKSTOP)
         # Killed and waited for before repogym exits, the sleep (a grandchild) included.

@@ -17,9 +17,10 @@ PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junit
     "attack",
     [
         # git runs core.fsmonitor whenever it refreshes the index (diff, add, status).
-        "git config core.fsmonitor '{trap}; false'",
+        "git -C {repo} config core.fsmonitor '{trap}; false'",
         # A clean filter runs on work tree files that git diff reads.
-        "printf '* filter=evil\\n' > .gitattributes && git config filter.evil.clean '{trap}; cat'",
+        "printf '* filter=evil\\n' > {repo}/.gitattributes; "
+        "git -C {repo} config filter.evil.clean '{trap}; cat'",
     ],
 )
 def test_config_written_by_the_tests_runs_nothing_in_the_grader(
@@ -29,7 +30,9 @@ def test_config_written_by_the_tests_runs_nothing_in_the_grader(
     # Every command the runner starts carries REPOGYM_RUN, so git calls made by the
     # submission's own processes (pytest plugins call git) do not leave the marker.
     trap = f'test -n "$REPOGYM_RUN" || touch {marker}'
-    command = attack.format(trap=trap) + " && " + PYTEST
+    # The tests run in a copy of the submission: the attack writes to the repository by
+    # its path (it fails where the sandbox user may not write there: the tests still run).
+    command = attack.format(trap=trap, repo=repo.root) + "; " + PYTEST
     task = (
         f"version: 1\ntype: refactor\ntests:\n  command: {command}\n"
         "  pass_to_pass: [tests/test_a.py::test_a]\n"

@@ -5,7 +5,8 @@
   sha, task sha256) per process and kept, with the task's ``setup`` run there once, when
   it is made. It is not ``workspace.baseline``: other graders read that as a pristine
   tree, and a benchmark or a setup may write into the tree it runs in.
-- The candidate is the submission tree itself; ``setup`` runs there once per grade.
+- The candidate is a fresh copy of the submission (repogym._snapshot), made for each
+  grade; ``setup`` runs there once.
 - ``perf.warmup`` rounds (baseline, then candidate) are run and not counted; then
   ``perf.runs`` pairs, baseline and candidate alternating, with the side that goes first
   flipping from pair to pair, so that drift of the machine hits both sides alike. The
@@ -75,13 +76,14 @@ class PerfGrader(Grader):
         runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
         timings = _Timings()
         try:
-            trees: dict[Side, Path] = {
-                "baseline": perf_baseline(workspace, runner),
-                "candidate": _set_up(runner, workspace, workspace.root, "candidate"),
-            }
-            with tempfile.TemporaryDirectory(prefix="repogym-perf-pycache-") as pycache:
-                bench = _Bench(runner, config, trees, _bytecode_caches(runner, Path(pycache)))
-                _measure(bench, config, timings)
+            with tempfile.TemporaryDirectory(prefix="repogym-perf-") as scratch:
+                candidate = workspace.copy(Path(scratch) / "candidate")
+                trees: dict[Side, Path] = {
+                    "baseline": perf_baseline(workspace, runner),
+                    "candidate": _set_up(runner, workspace, candidate, "candidate"),
+                }
+                caches = _bytecode_caches(runner, Path(scratch) / "pycache")
+                _measure(_Bench(runner, config, trees, caches), config, timings)
         except _Failure as failure:
             return _component(config, timings, failure)
         return _component(config, timings, None)

@@ -1,15 +1,17 @@
 """TestGrader: runs the task's tests and scores them by the spec's table.
 
-The four steps, exactly as the spec lists them (spec: "TestGrader", issue 3):
+The four steps the spec lists ("TestGrader"), on a fresh copy of the submission rather
+than in its work tree (issue 9):
 
-1. restore to the baseline every file a test id names, and every ``conftest.py`` on the
-   way from the root to those files (a new one is removed), so a submission cannot rewrite
-   the tests or their outcomes;
+1. restore to the baseline every file a test id names, and the runner's configuration
+   wherever it is (see repogym.graders._runfiles), so a submission cannot rewrite the
+   tests or their outcomes;
 2. inject the hidden tests at the same relative paths;
-3. run ``tests.command`` with ``{junit}`` pointing into a fresh directory outside the tree;
-4. parse the JUnit XML, then remove the hidden tests again.
+3. run ``tests.command`` in the copy with ``{junit}`` pointing into a fresh directory
+   outside it;
+4. parse the JUnit XML; the copy is then removed.
 
-Afterwards the tree holds the submission's files again, byte for byte.
+The user's work tree is never written.
 """
 
 from __future__ import annotations
@@ -20,14 +22,13 @@ import os
 import shlex
 import tempfile
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from repogym._loadfailure import load_failure
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym.errors import JUnitError
-from repogym.graders import _test_findings
-from repogym.graders._swap import TreeSwap
+from repogym.graders import _runfiles, _test_findings
 from repogym.graders.base import Grader
 from repogym.junit import Outcome, iter_cases
 from repogym.models import GradeComponent, Role
@@ -70,10 +71,10 @@ class TestGrader(Grader):
         runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
         hidden_root = self._hidden_root(workspace, config)
         hidden_files = files_under(hidden_root) if hidden_root else []
-        with TreeSwap(workspace.root) as swap:
-            restored = swap.restore_from_baseline(workspace, _guarded_paths(config))
-            swap.inject(hidden_root, hidden_files)
-            run, results, problem = _run_and_parse(workspace, config, runner)
+        with tempfile.TemporaryDirectory(prefix="repogym-tests-") as holder:
+            tree = Path(holder) / "tree"
+            files = _runfiles.build(workspace, config, tree, (hidden_root, hidden_files))
+            run, results, problem = _run_and_parse(workspace, config, runner, tree)
         return _score(
             workspace,
             config,
@@ -81,7 +82,7 @@ class TestGrader(Grader):
             results=results,
             problem=problem,
             hidden=set(hidden_files),
-            restored=restored,
+            restored=files.restored,
         )
 
     def _hidden_root(self, workspace: Workspace, config: TestsConfig) -> Path | None:
@@ -92,35 +93,24 @@ class TestGrader(Grader):
         return workspace.baseline / config.hidden
 
 
-def _guarded_paths(config: TestsConfig) -> list[str]:
-    """The test files the ids name, and every conftest.py from the root down to them."""
-    paths: set[str] = set()
-    for test_file in config.test_files():
-        paths.add(test_file)
-        parents = PurePosixPath(test_file).parents
-        for directory in parents:
-            name = "conftest.py" if str(directory) == "." else f"{directory}/conftest.py"
-            paths.add(name)
-    return sorted(paths)
-
-
 def _run_and_parse(
-    workspace: Workspace, config: TestsConfig, runner: Runner
+    workspace: Workspace, config: TestsConfig, runner: Runner, tree: Path
 ) -> tuple[CommandResult | None, dict[str, TestResult], str | None]:
-    """Run setup and the tests; the results by id, or the reason there are none."""
+    """Run setup and the tests in ``tree``; the results by id, or the reason there are
+    none."""
     if workspace.task.setup:
-        setup = runner.run(workspace.task.setup, workspace.root, timeout=config.timeout)
+        setup = runner.run(workspace.task.setup, tree, timeout=config.timeout)
         if not setup.ok:
             return setup, {}, f"setup command failed ({setup.describe()})"
     with tempfile.TemporaryDirectory(prefix="repogym-junit-") as scratch:
         junit = Path(scratch) / "junit.xml"
         command = config.command.replace("{junit}", shlex.quote(str(junit)))
-        run = runner.run(command, workspace.root, timeout=config.timeout)
+        run = runner.run(command, tree, timeout=config.timeout)
         if run.timed_out:
             return run, {}, f"the test command {run.describe()}"
         known = config.fail_to_pass + config.pass_to_pass
         try:
-            return run, collect(iter_cases(junit), tree=workspace.root, known_ids=known), None
+            return run, collect(iter_cases(junit), tree=tree, known_ids=known), None
         except JUnitError as error:
             return run, {}, str(error)
 

@@ -93,6 +93,7 @@ class TestsConfig(_Section):
     fail_to_pass: TestIds = ()
     pass_to_pass: TestIds = ()
     hidden: str | None = None
+    restore: StrList = ()
     timeout: Seconds = 900
     partial_credit: bool = True
     require_all_pass_to_pass: bool = False
@@ -114,6 +115,8 @@ class TestsConfig(_Section):
         if duplicates:
             raise ValueError(f"test id {duplicates[0]!r} is listed twice")
         return ids
+
+    _restore_globs = field_validator("restore")(check_globs)
 
     @field_validator("hidden")
     @classmethod

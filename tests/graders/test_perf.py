@@ -104,13 +104,14 @@ class Project:
 
     def events(self) -> list[tuple[str, str]]:
         """(``run`` or ``setup``, ``baseline`` or ``candidate``) in the order they happened."""
-        root = str(self.repo.root.resolve())
         if not self.log.exists():
             return []
         found = []
         for line in self.log.read_text().splitlines():
             kind, where = line.split()[:2]
-            found.append((kind, "candidate" if where == root else "baseline"))
+            # The candidate runs in a fresh copy of the submission, never in its tree.
+            assert Path(where) != self.repo.root.resolve()
+            found.append((kind, "candidate" if Path(where).name == "candidate" else "baseline"))
         return found
 
     def column(self, index: int, kind: str = "run") -> list[str]:
@@ -229,7 +230,8 @@ def test_the_baseline_is_a_private_checkout_of_the_base(project: Make, repo: Rep
     PerfGrader().grade(workspace)
     trees = {Path(where) for where in perf.column(1)}
     assert len(trees) == 2
-    (baseline,) = trees - {repo.root.resolve()}
+    (baseline,) = {tree for tree in trees if tree.name != "candidate"}
+    assert repo.root.resolve() not in trees
     assert baseline != workspace.baseline.resolve()
     assert json.loads((baseline / "bench.json").read_text()) == {"side": "base"}
     assert not (workspace.baseline / "__pycache__").exists()
@@ -288,7 +290,10 @@ def test_setup_runs_once_per_side_and_the_baseline_once_per_process(project: Mak
     second = perf.events()[len(first) :]
     assert second[0] == ("setup", "candidate")
     assert ("setup", "baseline") not in second
-    assert len(set(perf.column(1, "run"))) == 2, "the second grade used another baseline"
+    baselines = {tree for tree in perf.column(1, "run") if Path(tree).name != "candidate"}
+    assert len(baselines) == 1, "the second grade used another baseline"
+    candidates = {tree for tree in perf.column(1, "run") if Path(tree).name == "candidate"}
+    assert len(candidates) == 2, "each grade has a fresh copy of the submission"
 
 
 def test_another_task_gets_another_baseline(project: Make, repo: Repo, log: Path) -> None:
@@ -298,7 +303,8 @@ def test_another_task_gets_another_baseline(project: Make, repo: Repo, log: Path
     PerfGrader().grade(Workspace.open(repo.root, base="main", task=other))
     setups = [side for kind, side in perf.events() if kind == "setup"]
     assert setups == ["baseline", "candidate"] * 2
-    assert len(set(perf.column(1, "run"))) == 3
+    baselines = {tree for tree in perf.column(1, "run") if Path(tree).name != "candidate"}
+    assert len(baselines) == 2
 
 
 def test_a_failed_baseline_setup_scores_zero_and_is_retried(project: Make) -> None:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
-import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from repogym._testids import TestResult
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
-from repogym.graders._swap import TreeSwap
 from repogym.junit import Outcome
 from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
@@ -255,6 +255,14 @@ def test_the_grader_environment_does_not_leak(
 # -- the scoring table, to the letter (spec: "TestGrader") -------------------------------
 
 
+@functools.cache
+def _empty_repo() -> Path:
+    """A git work tree with no file, for scoring tables (nothing there is read)."""
+    root = Path(tempfile.mkdtemp(prefix="repogym-table-"))
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
 def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> GradeComponent:
     from repogym.graders.tests import _score
 
@@ -265,7 +273,7 @@ def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> 
     lines += [f"  {key}: {str(value).lower()}" for key, value in options.items()]
     lines += [] if f2p else ["constraints: {max_function_length: 9}"]
     task = parse_task("\n".join(lines) + "\n")
-    workspace = Workspace(Path("/nonexistent"), "0" * 40, task, base_ref="main")
+    workspace = Workspace(_empty_repo(), "0" * 40, task, base_ref="main")
     results = {
         i: TestResult(outcome=o, flaky=False, message="", attempts=1)
         for i, o in {**f2p, **p2p}.items()
@@ -501,25 +509,3 @@ def test_a_restored_test_file_keeps_its_mode(repo: Repo) -> None:
     assert (repo.root / "t.sh").read_text().endswith("# mine\n")
     assert (repo.root / "t.sh").stat().st_mode & 0o777 == 0o644
     assert not (repo.root / "tests/link.sh").is_symlink()
-
-
-def test_interrupts_while_the_tree_is_put_back_wait_until_it_is(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tree, hidden = tmp_path / "tree", tmp_path / "hidden"
-    for root, text in ((tree, "the submission's"), (hidden, "injected")):
-        (root / "tests").mkdir(parents=True)
-        (root / "tests/test_a.py").write_text(text)
-    put_back = TreeSwap._put_back
-    interrupts = [signal.SIGINT, signal.SIGINT]  # twice, the second after the first file
-
-    def interrupted(swap: TreeSwap) -> None:
-        if interrupts:
-            os.kill(os.getpid(), interrupts.pop())  # KeyboardInterrupt lands here
-        put_back(swap)
-
-    monkeypatch.setattr(TreeSwap, "_put_back", interrupted)
-    with pytest.raises(KeyboardInterrupt), TreeSwap(tree) as swap:
-        swap.inject(hidden, ["tests/test_a.py"])
-        assert (tree / "tests/test_a.py").read_text() == "injected"
-    assert (tree / "tests/test_a.py").read_text() == "the submission's"
