@@ -55,7 +55,7 @@ SLOTS = 64
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 # Threads of the uid, all processes of a run together: jest runs a worker per core, of
 # about 11 threads each (node's own and libuv's), pytest-xdist a process per core.
-NPROC = max(1024, 32 * len(os.sched_getaffinity(0)))
+NPROC = max(1024, 32 * (os.cpu_count() or 1))
 NOFILE = 4096
 NOT_ROOT_NOTICE = (
     "repogym: not running as root, so the submission's commands run as this user: they can"
@@ -140,8 +140,14 @@ def _clear(session: Session) -> None:
 
 
 def _can_switch_user() -> bool:
-    # Root in a user namespace that maps no other id (unshare -r) cannot setuid either.
-    return os.geteuid() == 0 and _mapped(UID_BASE, "uid") and _mapped(UID_BASE, "gid")
+    # Linux: the clean-up finds the uid's processes in /proc. Root in a user namespace
+    # that maps no other id (unshare -r) cannot setuid either.
+    return (
+        sys.platform == "linux"
+        and os.geteuid() == 0
+        and _mapped(_base(), "uid")
+        and _mapped(_base(), "gid")
+    )
 
 
 def _mapped(first: int, kind: str) -> bool:
@@ -182,17 +188,21 @@ def _limit() -> None:
 
 
 @functools.cache
-def _ids() -> list[int]:
-    """The uids of the slots, those that name another user or group left out."""
+def _base() -> int:
+    """The first uid of the slots: the uid of a user named repogym, else ``UID_BASE``."""
     try:
         entry = pwd.getpwnam(NAME)
     except KeyError:
-        base = UID_BASE
-    else:
-        if entry.pw_uid == 0:
-            raise SandboxError(f"repogym: the user {NAME!r} is root; give it an unprivileged uid")
-        base = entry.pw_uid
-    return [base + n for n in range(SLOTS) if _free(base + n)]
+        return UID_BASE
+    if entry.pw_uid == 0:
+        raise SandboxError(f"repogym: the user {NAME!r} is root; give it an unprivileged uid")
+    return entry.pw_uid
+
+
+@functools.cache
+def _ids() -> list[int]:
+    """The uids of the slots, those that name another user or group left out."""
+    return [_base() + n for n in range(SLOTS) if _free(_base() + n)]
 
 
 def _free(uid: int) -> bool:
@@ -211,7 +221,10 @@ def _slot() -> Iterator[tuple[int, int]]:
     and the fd of its lock file."""
     ids = _ids()
     if not ids:
-        raise SandboxError(f"repogym: every uid from {UID_BASE} on names a user or group")
+        raise SandboxError(
+            f"repogym: every uid from {_base()} to {_base() + SLOTS - 1} names a user or group"
+            f" other than {NAME!r}; free some, or give the user {NAME!r} a uid before a free range"
+        )
     directory = _lock_directory()
     try:
         held = next(filter(None, (_try_lock(directory, uid, fcntl.LOCK_NB) for uid in ids)), None)
@@ -292,7 +305,7 @@ def give(tree: Path, uid: int, gid: int) -> None:
     _walk(tree, lambda path, info: _give(path, info, uid, gid))
 
 
-def _give(path: Path, info: os.stat_result, uid: int, gid: int) -> None:
+def _give(path: str, info: os.stat_result, uid: int, gid: int) -> None:
     if stat.S_ISLNK(info.st_mode) or (not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1):
         return
     if (info.st_uid, info.st_gid) != (uid, gid):
@@ -308,27 +321,30 @@ def lock(tree: Path) -> None:
     _walk(tree, lambda path, info: _lock(path, info, root))
 
 
-def _lock(path: Path, info: os.stat_result, root: bool) -> None:
+def _lock(path: str, info: os.stat_result, root: bool) -> None:
     if stat.S_ISLNK(info.st_mode):
         return
     mode = stat.S_IMODE(info.st_mode)
     if root:
         if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
             os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
-            mode = stat.S_IMODE(path.lstat().st_mode)  # the chown cleared set-id bits
+            mode &= ~0o6000  # the chown cleared the set-id bits
         readable = 0o555 if stat.S_ISDIR(info.st_mode) else 0o444
         wanted = (mode | readable) & ~0o022
     else:
         wanted = mode & ~0o222
     if wanted != mode:
-        path.chmod(wanted, follow_symlinks=False)
+        Path(path).chmod(wanted, follow_symlinks=False)
 
 
-def _walk(tree: Path, visit: Callable[[Path, os.stat_result], None]) -> None:
+def _walk(tree: Path, visit: Callable[[str, os.stat_result], None]) -> None:
     """``visit`` every entry of ``tree`` (itself too), parents before their children,
-    following no symlink."""
-    visit(tree, tree.lstat())
-    for parent, directories, files in os.walk(tree):
-        for name in (*directories, *files):
-            path = Path(parent, name)
-            visit(path, path.lstat())
+    following no symlink. (Strings and scandir: a tree may have 100,000 files.)"""
+    visit(str(tree), tree.lstat())
+    pending = [str(tree)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                visit(entry.path, entry.stat(follow_symlinks=False))
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)

@@ -346,3 +346,10 @@ def test_not_root_the_grader_says_so_once_and_keeps_its_environment_closed() -> 
     first, second = seen["homes"]
     assert first != second and not Path(first).exists()
     assert seen["file"] == "x\n"  # the locked tree was not written
+
+
+def test_slot_ids_that_name_a_user_or_group_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A slot's clean-up kills every process of its uid: never a real account's.
+    monkeypatch.setattr(_sandbox, "_base", lambda: NOBODY - 2)
+    ids = _sandbox._ids.__wrapped__()  # type: ignore[attr-defined]
+    assert NOBODY - 2 in ids and NOBODY not in ids
