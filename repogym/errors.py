@@ -12,7 +12,8 @@ traceback::
     ├── UsageError       command-line arguments
     ├── JUnitError       a test report that is missing, too large, unsafe or malformed
     │                    (the TestGrader turns it into a score of 0)
-    └── EnvError         RepoEnv used out of order
+    ├── EnvError         RepoEnv used out of order
+    └── SandboxError     the machine's set-up keeps commands from running as another user
 
 Every other exception is not the user's to fix (a bug, a broken repository, a full
 disk): the command line reports it in one line with exit code 3 and writes the
@@ -58,3 +59,8 @@ class JUnitError(RepogymError):
 class EnvError(RepogymError):
     """RepoEnv used out of order (a step before ``reset()``, after the episode ended or
     after ``close()``), an unknown action, or a workspace asked for when there is none."""
+
+
+class SandboxError(RepogymError):
+    """Commands cannot run as a sandbox user: the directory of slot locks is not root's
+    alone, or the user named ``repogym`` is root."""

@@ -8,30 +8,35 @@ One place, so that every untrusted command gets the same treatment:
 - on timeout the whole process group is killed, and afterwards, timeout or not, every
   process it started is killed too, daemons that left the group included: the grader makes
   itself a child subreaper (Linux), so orphans are re-parented to it and can be found;
-- stdout and stderr are captured up to a cap each, keeping the tail, and say how much was cut;
+- the grader makes itself not dumpable, so its ``/proc/<pid>/environ`` is closed to them;
+- stdout and stderr are captured up to a cap each, keeping the tail, and say how much was
+  cut; once the command and its leftovers are killed, reading stops after ``OUTPUT_GRACE``
+  seconds even if something still holds the pipes open;
 - exit code, timeout and duration (monotonic clock) are recorded.
 
-``Runner.user`` is the seam for running as another user later: everything that starts a
-process goes through :meth:`Runner._spawn`.
+With ``Runner(sandbox=True)`` each run also gets a user of its own when repogym is root,
+a throwaway HOME and TMPDIR, limits, and a clean-up of every process and file of that
+user (:mod:`repogym._sandbox`); the trees a command must write are named by
+``run(..., writable=[tree])``, the trees it must only read are made so by
+:meth:`Runner.lock`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import itertools
 import math
 import os
 import select
-import signal
 import subprocess
-import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from repogym import _reaper, _sandbox
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -50,7 +55,10 @@ SAFE_VARIABLES = (
 )
 DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
 MAX_TIMEOUT = 7 * 86400.0  # seconds: longer ones are a mistake (and overflow the clocks)
-_PR_SET_CHILD_SUBREAPER = 36
+# Seconds the output is still read once the command and all it left are killed: what
+# is in the pipes by then is read at once; more can only come from a process that got
+# a copy of the pipe out of reach of the killing (not root: sent to another process).
+OUTPUT_GRACE = 1.0
 
 
 def check_timeout(timeout: float, what: str = "timeout") -> None:
@@ -92,12 +100,20 @@ class CommandResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Runner:
-    """Runs untrusted shell commands; see the module docstring."""
+    """Runs untrusted shell commands; see the module docstring.
+
+    ``sandbox`` (off until the graders run commands in copies of the trees, issue 9):
+    as root, each run is a uid of its own (:mod:`repogym._sandbox`), which can write
+    only what it is given: ``run(..., writable=[tree])`` hands ``tree`` to that uid for
+    the run (chown, before the command starts) and nothing else is chowned, so the
+    trees made by the grader stay the grader's and, with :meth:`lock`, read-only to it.
+    Not root: the grader's own user, a throwaway HOME and TMPDIR, and a one-line notice.
+    """
 
     pass_env: Sequence[str] = ()  # names of the grader's variables the task lets through
     set_env: Mapping[str, str] = field(default_factory=dict)  # fixed values from the task
     output_cap: int = DEFAULT_OUTPUT_CAP
-    user: str | None = None  # reserved: running as another user (not yet supported)
+    sandbox: bool = False
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets, built from ``base`` (default: ``os.environ``)."""
@@ -114,34 +130,55 @@ class Runner:
         *,
         timeout: float,
         env: Mapping[str, str] | None = None,
+        writable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist.
 
         ``timeout`` is in seconds: finite, positive and at most ``MAX_TIMEOUT``.
+        ``writable``: trees the command must write, handed to its user for the run when
+        that is a sandbox user (root, ``sandbox=True``); they stay that user's after it.
         """
         check_timeout(timeout)
+        _reaper.harden_grader()
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
-        with tempfile.TemporaryDirectory(prefix="repogym-pycache-") as pycache:
-            # Bytecode goes to a fresh place each run: a same-size edit within the same
-            # second must not run a stale .pyc, and the tree gets no __pycache__ of ours.
-            defaults = {"PYTHONPYCACHEPREFIX": pycache}
-            full_env = {**defaults, **self.environment(), **(env or {}), _MARKER: marker}
-            return self._run(command, cwd, timeout, full_env, marker)
+        with _sandbox.session(self.sandbox, writable) as session:
+            # The session's HOME, TMPDIR... replace the grader's, and the task's replace those.
+            allowed = self.environment({**os.environ, **session.env})
+            full_env = {**session.env, **allowed, **(env or {}), _reaper.MARKER: marker}
+            return self._run(command, cwd, timeout, full_env, marker, session)
+
+    def lock(self, tree: Path) -> None:
+        """Make ``tree`` read-only to the commands (a baseline copy they must not change):
+        the grader's, group and others without write; not root, no write bit at all."""
+        _sandbox.lock(tree)
 
     def _run(
-        self, command: str, cwd: Path, timeout: float, full_env: dict[str, str], marker: str
+        self,
+        command: str,
+        cwd: Path,
+        timeout: float,
+        full_env: dict[str, str],
+        marker: str,
+        session: _sandbox.Session,
     ) -> CommandResult:
-        _become_subreaper()
         start = time.monotonic()
         process: subprocess.Popen[bytes] | None = None
         timed_out = False
         # Everything from the spawn on is inside the try: a signal (raised as an exception
         # by the CLI) may arrive at any line, and the command must not outlive it. Spawned
-        # but not yet returned, it is still our child, which _kill_leftovers kills.
+        # but not yet returned, it is still our child, which kill_leftovers kills.
         try:
-            process = self._spawn(command, cwd, full_env)
-            _tracked.add(process.pid)
+            process = _reaper.start(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                **session.popen_options(),
+            )
             stdout, stderr = (
                 _Tail(process.stdout, self.output_cap),
                 _Tail(process.stderr, self.output_cap),
@@ -150,12 +187,16 @@ class Runner:
         finally:
             duration = time.monotonic() - start
             if process is not None:
-                _kill_group(process.pid)
+                _reaper.kill_group(process.pid)
                 process.wait()  # at once if it exited; else it was just killed
-                _tracked.discard(process.pid)
-            _kill_leftovers(marker)
-        stdout.join()
-        stderr.join()
+                _reaper.forget(process)
+            if session.uid is None:
+                _reaper.kill_leftovers(marker)
+            else:
+                session.kill()
+        deadline = time.monotonic() + OUTPUT_GRACE
+        stdout.join(deadline)
+        stderr.join(deadline)
         return CommandResult(
             command=command,
             exit_code=None if timed_out else process.returncode,
@@ -165,19 +206,6 @@ class Runner:
             stderr=stderr.text(),
             stdout_cut=stdout.cut,
             stderr_cut=stderr.cut,
-        )
-
-    def _spawn(self, command: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        if self.user is not None:
-            raise NotImplementedError("running as another user is not supported yet")
-        return subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
         )
 
 
@@ -196,7 +224,7 @@ def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
         except subprocess.TimeoutExpired:
             return False
     try:
-        ready, _, _ = select.select([pidfd], [], [], timeout)
+        ready = _readable(pidfd, timeout)
     finally:
         os.close(pidfd)
     if not ready:
@@ -205,107 +233,68 @@ def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
+def _readable(fd: int, timeout: float | None) -> bool:
+    """Whether ``fd`` is readable (or at its end) within ``timeout`` seconds (None: ever).
+
+    poll, not select: a grader with many files open has descriptors past select's 1024.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
+
+
 class _Tail:
-    """Reads a pipe to the end in a thread, keeping only the last ``cap`` bytes."""
+    """Reads a pipe to the end in a thread, keeping only the last ``cap`` bytes, until
+    :meth:`join`'s deadline stops it."""
 
     def __init__(self, pipe: IO[bytes] | None, cap: int) -> None:
         self._pipe = pipe
         self._cap = cap
         self._buffer = bytearray()
         self.cut = 0
+        # join() writes to this pipe to stop the reader; the reader closes its end, the
+        # writing end is closed by join() or, if the run was interrupted, by the collector.
+        self._stop_r, self._stop_w = os.pipe()
+        self._close_stop_w = weakref.finalize(self, os.close, self._stop_w)
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
-        if self._pipe is None:
-            return
-        with self._pipe:
-            while chunk := os.read(self._pipe.fileno(), 65536):
-                self._buffer += chunk
-                excess = len(self._buffer) - self._cap
-                if excess > 0:
-                    del self._buffer[:excess]
-                    self.cut += excess
+        try:
+            if self._pipe is None:
+                return
+            with self._pipe:
+                poller = select.poll()
+                poller.register(self._pipe.fileno(), select.POLLIN)
+                poller.register(self._stop_r, select.POLLIN)
+                while True:
+                    events = dict(poller.poll())
+                    if self._stop_r in events:
+                        return
+                    chunk = os.read(self._pipe.fileno(), 65536)
+                    if not chunk:
+                        return
+                    self._keep(chunk)
+        finally:
+            os.close(self._stop_r)
 
-    def join(self) -> None:
-        self._thread.join()
+    def _keep(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        excess = len(self._buffer) - self._cap
+        if excess > 0:
+            del self._buffer[:excess]
+            self.cut += excess
+
+    def join(self, deadline: float) -> None:
+        """Wait until the pipe's end or ``deadline`` (monotonic clock), then stop."""
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            os.write(self._stop_w, b"x")
+            self._thread.join()
+        self._close_stop_w()
 
     def text(self) -> str:
         return self._buffer.decode("utf-8", errors="replace")
 
 
-_subreaper_done = False
-
-
-def _become_subreaper() -> None:
-    """Make orphans of our commands re-parent to this process instead of init (Linux)."""
-    global _subreaper_done
-    if _subreaper_done:
-        return
-    _subreaper_done = True
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: process-group killing still applies
-        pass
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _processes() -> list[tuple[int, int]]:
-    """(pid, parent pid) of every process we can see."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        # The command name (field 2) is in parentheses and may contain spaces.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        found.append((int(entry.name), int(fields[1])))
-    return found
-
-
-def _carries(pid: int, marker: bytes) -> bool:
-    try:
-        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-
-
-def _kill_leftovers(marker: str) -> None:
-    """Kill every process a command left behind: those that still carry its marker, and
-    orphans re-parented to us (a daemon may have cleared its environment).
-
-    Every child of ours that is not a command still running counts as left behind, so
-    a process that grades must not run other children of its own meanwhile.
-    """
-    if not Path("/proc").is_dir():
-        return
-    me = os.getpid()
-    tag = f"{_MARKER}={marker}".encode()
-    for _ in range(50):  # daemons may fork while we kill; go round until none is left
-        victims = [
-            pid
-            for pid, parent in _processes()
-            if pid != me and pid not in _tracked and (parent == me or _carries(pid, tag))
-        ]
-        if not victims:
-            return
-        for pid in victims:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in victims:
-            # Not our child: init or its own parent reaps it.
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-
-
-_MARKER = "REPOGYM_RUN"
 _runs = itertools.count(1)
-_tracked: set[int] = set()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 import os
 import select
+import socket
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO
@@ -12,7 +15,7 @@ from typing import IO
 import pytest
 
 import repogym.runner
-from repogym.runner import Runner
+from repogym.runner import CommandResult, Runner
 
 
 def alive(pid: int) -> bool:
@@ -125,9 +128,43 @@ def test_no_stdin(tmp_path: Path) -> None:
     assert Runner().run("cat", tmp_path, timeout=10).exit_code == 0
 
 
-def test_other_users_are_not_supported_yet(tmp_path: Path) -> None:
-    with pytest.raises(NotImplementedError):
-        Runner(user="nobody").run("true", tmp_path, timeout=10)
+def test_output_held_open_out_of_reach_of_the_killing_does_not_hang_the_run(
+    tmp_path: Path,
+) -> None:
+    # The command hands its stdout to a process the clean-up cannot kill (this one,
+    # through a unix socket), as a daemon of another user's, or a service, could hold it.
+    address = str(tmp_path / "socket")
+    held: list[int] = []
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(address)
+        server.listen()
+
+        def receive() -> None:
+            connection, _ = server.accept()
+            with connection:
+                held.extend(socket.recv_fds(connection, 1, 1)[1])
+
+        receiver = threading.Thread(target=receive)
+        receiver.start()
+        send = (
+            "import socket; s = socket.socket(socket.AF_UNIX); "
+            f"s.connect({address!r}); socket.send_fds(s, [b'x'], [1])"
+        )
+        done: list[CommandResult] = []
+        command = f'echo before; {sys.executable} -c "{send}"; echo after'
+        grading = threading.Thread(
+            target=lambda: done.append(Runner().run(command, tmp_path, timeout=60))
+        )
+        grading.start()
+        grading.join(60)
+        receiver.join()
+    try:
+        assert not grading.is_alive(), "run() did not return"
+        assert len(held) == 1  # the pipe was still open when run() returned
+        assert (done[0].exit_code, done[0].stdout) == (0, "before\nafter\n")
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 @pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan, 1e20])
