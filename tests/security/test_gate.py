@@ -7,6 +7,7 @@ nothing was written outside the tree."""
 from __future__ import annotations
 
 import json
+import os
 import py_compile
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from repogym.cli import main
 from repogym.errors import TaskError
 from repogym.graders.constraints import is_compiled, readings
+from repogym.report import PendingWrite, write_outputs
 from repogym.task import parse_task
 from tests.conftest import Repo
 
@@ -386,3 +388,156 @@ def test_symlinks_inside_the_tree_stay_allowed(
     link(pr, "docs/m.py", "../lib/m.py")  # through another link, still inside
     code, lines, report = grade(pr, capsys, tmp_path / "r.json")
     assert (code, lines[-2], gate(report)["findings"]) == (0, PASSED, [])
+
+
+# -- output paths ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """Where a planted link points: a stand-in for the grader's site-packages."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    return site
+
+
+def refused(
+    repo: Repo, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, list[str], str]:
+    code = main(["grade", "--base", "main", *args])
+    captured = capsys.readouterr()
+    return code, captured.err.splitlines(), captured.out
+
+
+@pytest.mark.parametrize(
+    ("option", "name"), [("--json", "report.json"), ("--markdown", "summary.md")]
+)
+def test_a_committed_symlink_as_the_output_is_refused_before_grading(
+    pr: Repo,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    outside: Path,
+    option: str,
+    name: str,
+) -> None:
+    target = outside / "x.pth"
+    link(pr, name, target)
+    pr.commit("a report that writes a .pth into the grader's site-packages")
+    monkeypatch.chdir(pr.root)
+    code, errors, out = refused(pr, capsys, option, name)
+    assert code == 2
+    assert errors == [
+        f"repogym: error: {option} {name}: is a symlink in the graded tree (-> {target}); "
+        "write the report outside the tree or remove the link"
+    ]
+    assert out == ""  # refused before grading
+    assert list(outside.iterdir()) == []
+    assert (pr.root / name).is_symlink()
+
+
+def test_a_symlinked_directory_on_the_way_is_refused(
+    pr: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    link(pr, "build", outside)
+    monkeypatch.chdir(pr.root)
+    code, errors, out = refused(pr, capsys, "--json", "build/x.pth")
+    assert (code, out) == (2, "")
+    assert errors == [
+        f"repogym: error: --json build/x.pth: goes through {pr.root / 'build'}, a symlink in "
+        f"the graded tree (-> {outside}); write the report outside the tree or remove the link"
+    ]
+    assert list(outside.iterdir()) == []
+
+
+def test_a_path_outside_that_leads_into_the_tree_and_out_again_is_refused(
+    pr: Repo, capsys: pytest.CaptureFixture[str], tmp_path: Path, outside: Path
+) -> None:
+    # The user's own link into the tree is followed; the tree's link after it is not.
+    (tmp_path / "checkout").symlink_to(pr.root)
+    link(pr, "report.json", outside / "x.pth")
+    via = tmp_path / "checkout" / "report.json"
+    code, errors, out = refused(pr, capsys, "-C", str(pr.root), "--json", str(via))
+    assert (code, out) == (2, "")
+    assert errors == [
+        f"repogym: error: --json {via}: is a symlink in the graded tree "
+        f"(-> {outside / 'x.pth'}); write the report outside the tree or remove the link"
+    ]
+    assert list(outside.iterdir()) == []
+
+
+def test_a_fifo_in_the_tree_is_refused(
+    pr: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opening a FIFO with no reader would hang the grader.
+    os.mkfifo(pr.root / "report.json")
+    monkeypatch.chdir(pr.root)
+    code, errors, out = refused(pr, capsys, "--json", "report.json")
+    assert (code, out) == (2, "")
+    assert errors == [
+        "repogym: error: --json report.json: is not a regular file, in the graded tree; "
+        "write the report outside the tree"
+    ]
+
+
+def test_a_regular_path_inside_the_tree_stays_allowed(
+    pr: Repo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link(pr, "lib", "src")  # a link elsewhere in the tree does not matter
+    monkeypatch.chdir(pr.root)
+    code = main(["grade", "--base", "main", "--json", "out/report.json", "--markdown", "s.md"])
+    assert code == 0, capsys.readouterr().err
+    assert json.loads((pr.root / "out" / "report.json").read_text())["passed"] is True
+    assert (pr.root / "s.md").is_file()
+
+
+# -- writing never follows a link planted after the check ---------------------------------------
+
+
+def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
+    repo: Repo, outside: Path
+) -> None:
+    (repo.root / "out").mkdir()
+    pending = PendingWrite(repo.root / "out" / "r.json", "{}\n", tree=repo.root)
+    (repo.root / "out").rename(repo.root / "moved")
+    (repo.root / "out").symlink_to(outside)
+    try:
+        pending.commit()
+    finally:
+        pending.discard()
+    assert list(outside.iterdir()) == []
+    assert (repo.root / "moved" / "r.json").read_text() == "{}\n"  # where it was checked
+
+
+def test_a_file_swapped_for_a_symlink_after_the_check_is_replaced_not_followed(
+    repo: Repo, outside: Path
+) -> None:
+    report = repo.root / "r.json"
+    pending = PendingWrite(report, "{}\n", tree=repo.root)
+    report.symlink_to(outside / "x.pth")
+    try:
+        pending.commit()
+    finally:
+        pending.discard()
+    assert list(outside.iterdir()) == []
+    assert not report.is_symlink() and report.read_text() == "{}\n"
+
+
+def test_a_link_planted_before_writing_is_one_line(repo: Repo, outside: Path) -> None:
+    # Checked before grading, planted during it: the write refuses it too.
+    link(repo, "r.json", outside / "x.pth")
+    problem = write_outputs([("--json", str(repo.root / "r.json"), "{}\n")], tree=repo.root)
+    assert problem == (
+        f"--json {repo.root / 'r.json'}: is a symlink in the graded tree "
+        f"(-> {outside / 'x.pth'}); write the report outside the tree or remove the link"
+    )
+    assert list(outside.iterdir()) == []
+
+
+def test_outside_the_tree_a_users_symlink_is_still_followed(repo: Repo, tmp_path: Path) -> None:
+    real = tmp_path / "reports" / "r.json"
+    real.parent.mkdir()
+    (tmp_path / "latest.json").symlink_to(real)
+    assert (
+        write_outputs([("--json", str(tmp_path / "latest.json"), "{}\n")], tree=repo.root) is None
+    )
+    assert real.read_text() == "{}\n"
