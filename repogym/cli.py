@@ -192,7 +192,8 @@ def run_command(argv: Sequence[str] | None = None) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    outputs = _output_paths(args)  # before grading, which may take minutes
+    tree = _graded_tree(args.directory)
+    outputs = _output_paths(args, tree)  # before grading, which may take minutes
     try:
         grading = grade(args.directory, base=args.base, task=args.task, hidden=args.hidden)
     except Exception as error:
@@ -201,6 +202,7 @@ def _grade(args: argparse.Namespace) -> int:
         _write(
             outputs,
             {"json": lambda: to_json(report), "markdown": lambda: render(report, "comment.md.j2")},
+            tree,
         )
         raise
     result = grading.result
@@ -211,7 +213,7 @@ def _grade(args: argparse.Namespace) -> int:
     }
     # Every output is rendered, then all are written, before anything is printed: a
     # closed stdout must not cost the reports, nor a bad path the table.
-    problem = _write(outputs, texts)
+    problem = _write(outputs, texts, tree)
     print(text_table(result), end="")
     if problem is not None:
         raise UsageError(problem)
@@ -226,18 +228,30 @@ def _error_report(error: Exception) -> dict[str, Any]:
     return error_report("internal", f"{type(error).__name__}: {error}")
 
 
-def _write(outputs: list[tuple[str, str]], texts: dict[str, Callable[[], str]]) -> str | None:
+def _write(
+    outputs: list[tuple[str, str]], texts: dict[str, Callable[[], str]], tree: Path
+) -> str | None:
     """Write the outputs that ``texts`` can render, every one or none; the problem."""
     chosen = [(_OUTPUTS[key].option, path, texts[key]()) for key, path in outputs if key in texts]
-    return write_outputs(chosen)
+    return write_outputs(chosen, tree=tree)
 
 
-def _output_paths(args: argparse.Namespace) -> list[tuple[str, str]]:
+def _graded_tree(directory: Path) -> Path:
+    """The work tree ``-C`` names: its repository's top level, or the directory itself
+    when it is in none (grading then says so)."""
+    try:
+        return _git.toplevel(directory.resolve())
+    except RepogymError:
+        return directory.resolve()
+
+
+def _output_paths(args: argparse.Namespace, tree: Path) -> list[tuple[str, str]]:
     """The outputs asked for, as (key, path); a UsageError naming each that could not
-    be written, and how to fix it."""
+    be written, and how to fix it. A symlink of the graded ``tree`` on the way to a path
+    refuses it: the submission may have committed it (issue 9)."""
     outputs = [(key, getattr(args, key)) for key in _OUTPUTS if getattr(args, key) is not None]
     problems = output_problems(
-        [(_OUTPUTS[k].option, path, _OUTPUTS[k].example) for k, path in outputs]
+        [(_OUTPUTS[k].option, path, _OUTPUTS[k].example) for k, path in outputs], tree=tree
     )
     if problems:
         raise UsageError(*problems)

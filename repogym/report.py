@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repogym import __version__
+from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
 from repogym.models import GradeResult, format_score
 
 if TYPE_CHECKING:
@@ -74,10 +75,10 @@ def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     }
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, tree: Path | None = None) -> None:
     """Write ``text`` so that ``path`` is either the old file or the whole new one
-    (see :class:`PendingWrite` for symlinks, FIFOs, devices, modes and encoding)."""
-    pending = PendingWrite(path, text)
+    (see :class:`PendingWrite` for symlinks, FIFOs, devices, modes, encoding and ``tree``)."""
+    pending = PendingWrite(path, text, tree=tree)
     try:
         pending.commit()
     finally:
@@ -96,6 +97,12 @@ class PendingWrite:
     process's own stdout or stderr (``/dev/stdout``), through its stream, so that what is
     printed and what is written stay in order.
 
+    ``tree`` is the graded work tree, whose symlinks the submission
+    controls: a path that a symlink in it would redirect, or that is in it and not a
+    regular file, raises :class:`~repogym._links.LinkInTree`; in it, the directories are
+    opened one by one without following a symlink, and the temporary file is created and
+    renamed through them, so that a link planted later is not followed either.
+
     A new file gets mode ``0o666`` less the umask, as ``open()`` gives it; a replaced
     file keeps its mode, and its owner and group where we may set them.
 
@@ -107,14 +114,19 @@ class PendingWrite:
         OSError: the path is a directory, or the temporary file cannot be written.
     """
 
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: Path, text: str, *, tree: Path | None = None) -> None:
         self.path = path
         self._data = text.encode("utf-8", "backslashreplace")
         self._stream = _own_stream(path)
-        self._target: Path | None = None  # the file to rename over; None: write directly
-        self._temp: Path | None = None
+        self._dir: int | None = None  # the directory to rename in; None: write directly
+        self._name = ""  # the file's name in it
+        self._temp: str | None = None
         if self._stream is not None:
             return
+        tree = None if tree is None else Path(os.path.realpath(tree))
+        problem = None if tree is None else tree_problem(str(path), tree)
+        if problem is not None:
+            raise LinkInTree(problem)
         try:
             existing: os.stat_result | None = path.stat()
         except FileNotFoundError:
@@ -126,13 +138,18 @@ class PendingWrite:
         target = Path(os.path.realpath(path))
         if existing is not None and not os.path.samestat(existing, target.stat()):
             return  # a link only the kernel can follow, such as /proc/self/fd/1
-        self._target = target
-        self._temp = _write_beside(target, self._data, existing)
+        self._dir = _open_parent(target, tree)
+        self._name = target.name
+        try:
+            self._temp = _write_beside(self._dir, target.name, self._data, existing)
+        except BaseException:
+            self.discard()
+            raise
 
     @property
     def replaces(self) -> bool:
         """Whether :meth:`commit` renames a file into place (else it writes directly)."""
-        return self._target is not None
+        return self._dir is not None
 
     def commit(self) -> None:
         """Put the new contents in place; call it once."""
@@ -140,18 +157,24 @@ class PendingWrite:
             self._stream.flush()
             self._stream.buffer.write(self._data)
             self._stream.buffer.flush()
-        elif self._target is None:
+        elif self._dir is None:
             with self.path.open("wb") as handle:
                 handle.write(self._data)
         elif self._temp is not None:
-            self._temp.replace(self._target)
+            # Renames the entry itself: a symlink put there meanwhile is replaced, not followed.
+            os.replace(self._temp, self._name, src_dir_fd=self._dir, dst_dir_fd=self._dir)
             self._temp = None
 
     def discard(self) -> None:
         """Remove the temporary file unless :meth:`commit` used it; safe to call again."""
+        if self._dir is None:
+            return
         if self._temp is not None:
-            self._temp.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._temp, dir_fd=self._dir)
             self._temp = None
+        os.close(self._dir)
+        self._dir = None
 
 
 def _own_stream(path: Path) -> TextIO | None:
@@ -169,12 +192,20 @@ def _own_stream(path: Path) -> TextIO | None:
     return None
 
 
-def _write_beside(target: Path, data: bytes, existing: os.stat_result | None) -> Path:
-    """A new file next to ``target`` holding ``data`` on disk, with the mode (and owner)
-    ``target`` is to have."""
+def _open_parent(target: Path, tree: Path | None) -> int:
+    """A descriptor of the directory ``target`` (a real path) goes in, created where
+    missing; in ``tree``, opened without following a symlink."""
+    if tree is not None and inside(target.parent, tree):
+        return open_directory(tree, target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _write_beside(directory: int, name: str, data: bytes, existing: os.stat_result | None) -> str:
+    """A new file in ``directory`` next to ``name``, holding ``data`` on disk, with the
+    mode (and owner) ``name`` is to have; its name."""
     # mkstemp would give 0o600; 0o666 lets the umask decide, as for any new file.
-    fd, temp = _create_beside(target, 0o600 if existing is not None else 0o666)
+    fd, temp = _create_beside(directory, name, 0o600 if existing is not None else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             if existing is not None:
@@ -185,33 +216,59 @@ def _write_beside(target: Path, data: bytes, existing: os.stat_result | None) ->
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException:
-        temp.unlink(missing_ok=True)
+        os.unlink(temp, dir_fd=directory)
         raise
     return temp
 
 
-def _create_beside(target: Path, mode: int) -> tuple[int, Path]:
+def _create_beside(directory: int, name: str, mode: int) -> tuple[int, str]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     for _ in range(100):
         # A name as long as the longest allowed still leaves room for the suffix.
-        temp = target.with_name(f".{target.name[:200]}.{secrets.token_hex(4)}")
+        temp = f".{name[:200]}.{secrets.token_hex(4)}"
         try:
-            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), temp
+            return os.open(temp, flags, mode, dir_fd=directory), temp
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(target.parent))
+    raise FileExistsError(errno.EEXIST, "no free temporary name", name)
 
 
-def output_problems(outputs: Sequence[tuple[str, str, str]]) -> list[str]:
+def tree_problem(text: str, tree: Path) -> str | None:
+    """Why the output path ``text`` must not be written, given the graded work tree
+    ``tree`` whose symlinks the submission controls; None if it may be."""
+    tree = Path(os.path.realpath(tree))
+    found = link_on_the_way(text, tree)
+    fix = "write the report outside the tree or remove the link"
+    if found is not None and found.last:
+        return f"is a symlink in the graded tree (-> {found.target}); {fix}"
+    if found is not None:
+        return f"goes through {found.link}, a symlink in the graded tree (-> {found.target}); {fix}"
+    real = Path(os.path.realpath(text))
+    try:
+        mode = real.lstat().st_mode
+    except OSError:
+        return None
+    if inside(real, tree) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "is not a regular file, in the graded tree; write the report outside the tree"
+    return None
+
+
+def output_problems(
+    outputs: Sequence[tuple[str, str, str]], *, tree: Path | None = None
+) -> list[str]:
     """One line for each (name, path, example) whose path could not be written, naming
     the output (an option such as ``--json``) and the path, and how to fix it.
 
     Cheap, so that callers check before long work rather than fail after it.
-    ``example`` is a file name to suggest, such as ``report.json``.
+    ``example`` is a file name to suggest, such as ``report.json``. ``tree`` is the graded
+    work tree, where a symlink on the way to a path is refused (:func:`tree_problem`).
     """
     problems = []
     seen: dict[str, str] = {}
     for name, text, example in outputs:
         problem = _output_problem(text, example)
+        if problem is None and tree is not None:
+            problem = tree_problem(text, tree)
         real = os.path.realpath(text) if text else ""
         if problem is None and real in seen and not _is_special(real):
             problem = f"is also the {seen[real]} path; give each output a file of its own"
@@ -266,9 +323,11 @@ def _is_special(path: str) -> bool:
     return Path(path).exists() and not Path(path).is_file()
 
 
-def write_outputs(outputs: Sequence[tuple[str, str, str]]) -> str | None:
+def write_outputs(
+    outputs: Sequence[tuple[str, str, str]], *, tree: Path | None = None
+) -> str | None:
     """Write each (name, path, text); or one line naming the output that could not be
-    written and why.
+    written and why. ``tree``: the graded work tree, as for :class:`PendingWrite`.
 
     Every text first goes to a temporary file beside its path; only then is anything put
     in place: direct writes first (FIFOs, devices, our own stdout), since they may fail
@@ -280,10 +339,13 @@ def write_outputs(outputs: Sequence[tuple[str, str, str]]) -> str | None:
     try:
         for name, path, text in outputs:
             current = (name, path)
-            pending.append((name, path, PendingWrite(Path(path), text)))
+            pending.append((name, path, PendingWrite(Path(path), text, tree=tree)))
         for name, path, write in sorted(pending, key=lambda item: item[2].replaces):
             current = (name, path)
             write.commit()
+    except LinkInTree as error:  # planted since the paths were checked
+        name, path = current
+        return f"{name} {path}: {error.problem}"
     except OSError as error:
         reason = error.strerror or str(error)
         name, path = current

@@ -3,17 +3,27 @@
 Each declared rule is one check, and protected files are always one; ``score = 1 −
 violated checks / checks``; passing needs no violation. It runs first, so tampering with
 protected test files is on record before the TestGrader restores them.
+
+The always-on check (``protected``) also fails on what no submission may add, whatever
+the task declares (issue 9): compiled code that the task does not allow, and symlinks
+that lead outside the repository or at a protected file.
 """
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
+import posixpath
 import re
+import stat
+import tokenize
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from repogym._globs import compile_globs, matching
+from repogym._links import SymlinkLoop, resolve_in_tree
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
@@ -41,7 +51,7 @@ class ConstraintGrader(Grader):
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         rules: list[tuple[str, Callable[[Workspace], Iterator[Violation]]]] = [
-            ("protected", lambda ws: _protected(ws, self.hidden))
+            ("protected", lambda ws: _always_on(ws, self.hidden))
         ]
         c = workspace.task.constraints
         declared = {
@@ -78,10 +88,12 @@ def _findings(found: list[tuple[str, list[Violation]]]) -> tuple[Finding, ...]:
     for rule, violations in found:
         for violation in violations:
             message = violation["message"]
-            if rule == "forbidden_patterns":  # the place is the finding's own: not repeated
+            if rule == "forbidden_patterns" and "pattern" in violation:
+                # The place is the finding's own: not repeated.
                 message = f"forbidden pattern {violation['pattern']!r}"
             path, line = violation.get("path"), violation.get("line")
-            findings.append(Finding(title=rule, path=path, line=line, message=message))
+            title = violation.get("kind", rule)  # what the always-on check caught
+            findings.append(Finding(title=title, path=path, line=line, message=message))
     return capped_findings(findings, "violation")
 
 
@@ -108,22 +120,129 @@ def protected_paths(workspace: Workspace, hidden_dir: Path | None = None) -> dic
     return paths
 
 
-def _protected(workspace: Workspace, hidden_dir: Path | None) -> Iterator[Violation]:
-    exact = protected_paths(workspace, hidden_dir)
-    task = workspace.task
-    hidden = task.tests.hidden if task.tests else None
-    globs = compile_globs(task.constraints.protected)
-    changes = workspace.diff_stats()
-    for path, change in changes.items():
-        reason = exact.get(path)
-        if reason is None and hidden and path.startswith(hidden + "/"):
+def _always_on(workspace: Workspace, hidden_dir: Path | None) -> Iterator[Violation]:
+    """The check every task has: protected files untouched, no compiled code the task
+    does not allow, no symlink out of the tree or at a protected file."""
+    protection = _Protection(workspace, hidden_dir)
+    yield from _protected(workspace, protection)
+    yield from _compiled(workspace)
+    yield from _symlinks(workspace, protection)
+
+
+class _Protection:
+    """Which paths are protected, and why: exact paths, the hidden directory, globs."""
+
+    def __init__(self, workspace: Workspace, hidden_dir: Path | None) -> None:
+        task = workspace.task
+        self.exact = protected_paths(workspace, hidden_dir)
+        self.hidden = task.tests.hidden if task.tests else None
+        self.globs = compile_globs(task.constraints.protected)
+
+    def reason(self, path: str) -> str | None:
+        """Why ``path`` is protected, or None."""
+        reason = self.exact.get(path)
+        if reason is None and self.hidden and path.startswith(self.hidden + "/"):
             reason = "a hidden test"
-        if reason is None and globs.match_file(path):
+        if reason is None and self.globs.match_file(path):
             reason = "matched by constraints.protected"
+        return reason
+
+    def held_in(self, directory: str, files: tuple[str, ...]) -> str | None:
+        """The first protected path under ``directory`` ("" for the root), with why."""
+        prefix = directory + "/" if directory else ""
+        under = [p for p in (*self.exact, *files) if p.startswith(prefix)]
+        for path in sorted(set(under)):
+            reason = self.reason(path)
+            if reason is not None:
+                return f"it holds {shown_path(path)}, {reason}"
+        return None
+
+
+def _protected(workspace: Workspace, protection: _Protection) -> Iterator[Violation]:
+    for path, change in workspace.diff_stats().items():
+        reason = protection.reason(path)
         if reason is not None:
             verb = {"A": "added", "D": "deleted"}.get(change.status, "modified")
             shown = shown_path(path)
             yield {"path": path, "message": f"{shown} is protected ({reason}) and was {verb}"}
+
+
+# What the interpreter or a loader runs without a source a grader could read: bytecode,
+# anything in a bytecode cache, and native libraries (`libx.so.1` included). Matched
+# without regard to case, as Windows and macOS find files.
+_COMPILED = re.compile(r"\.(pyc|pyo|pyd|dll|dylib|so(\.[0-9]+)*)$", re.IGNORECASE)
+
+
+def is_compiled(path: str) -> bool:
+    """Whether ``path`` names compiled code: by its suffix, or in a ``__pycache__``."""
+    parts = path.split("/")
+    return "__pycache__" in parts[:-1] or _COMPILED.search(parts[-1]) is not None
+
+
+def _compiled(workspace: Workspace) -> Iterator[Violation]:
+    allowed = compile_globs(workspace.task.constraints.allow_compiled)
+    for path, change in workspace.diff_stats().items():
+        if change.status == "D" or not is_compiled(path) or allowed.match_file(path):
+            continue
+        verb = "added" if change.status == "A" else "changed"
+        yield {
+            "path": path,
+            "kind": "compiled code",
+            "message": f"{shown_path(path)} is compiled code and was {verb}: no check can read "
+            "what it does; remove it, or allow it in the task with constraints.allow_compiled",
+        }
+
+
+# -- symlinks ----------------------------------------------------------------------------
+
+
+def _symlinks(workspace: Workspace, protection: _Protection) -> Iterator[Violation]:
+    """Symlinks the submission added or changed that lead outside the repository (or
+    into its ``.git``) or at a protected file. Only link targets are read, never files
+    through them."""
+    for path, change in workspace.diff_stats().items():
+        link = workspace.root / path
+        try:
+            if change.status == "D" or not stat.S_ISLNK(os.lstat(link).st_mode):
+                continue
+            target = str(link.readlink())
+        except OSError:  # gone since the diff was read
+            continue
+        problem = _link_problem(workspace, protection, path, target)
+        if problem is not None:
+            yield {
+                "path": path,
+                "kind": "symlink",
+                "message": f"{shown_path(path)} is a symlink to {shown_path(target)}, {problem}",
+            }
+
+
+def _link_problem(
+    workspace: Workspace, protection: _Protection, path: str, target: str
+) -> str | None:
+    """What is wrong with the link at ``path`` to ``target``, or None."""
+    outside = (
+        "which leads outside the repository; commit the file itself, or link to a path "
+        "inside the repository"
+    )
+    if target.startswith("/"):
+        return outside
+    # Read as written (`a/../..` escapes even when `a` is a symlink deeper in the tree),
+    # and as the kernel resolves it, through the tree's other symlinks.
+    lexical = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    try:
+        real = resolve_in_tree(workspace.root, path)
+    except SymlinkLoop:
+        return "which never resolves (a loop of symlinks); remove it"
+    if lexical == ".." or lexical.startswith("../") or real is None:
+        return outside
+    for where in dict.fromkeys(("" if lexical == "." else lexical, real)):
+        if where.split("/")[0] == ".git":
+            return "which leads into .git, which is no part of the submission; remove it"
+        reason = protection.reason(where) or protection.held_in(where, workspace.files())
+        if reason is not None:
+            return f"which is protected ({reason}); remove the link"
+    return None
 
 
 def _allowed_files(workspace: Workspace) -> Iterator[Violation]:
@@ -168,16 +287,53 @@ def _forbidden_patterns(workspace: Workspace) -> Iterator[Violation]:
         # Symlinks are skipped: what they point to is checked as a file of its own.
         if change.status == "D" or change.binary or not workspace.is_regular_file(path):
             continue
-        text = workspace.read(path)
+        texts, problem = readings(path, workspace.read_bytes(path))
+        if problem is not None:
+            yield {"path": path, "message": f"{shown_path(path)}: {problem}"}
         for pattern in patterns:
-            lines = sorted({text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)})
-            for line in lines:
-                yield {
-                    "path": path,
-                    "line": line,
-                    "pattern": pattern.pattern,
-                    "message": f"{shown_path(path)}:{line}: forbidden pattern {pattern.pattern!r}",
-                }
+            yield from _matches(path, pattern, texts)
+
+
+def _matches(path: str, pattern: re.Pattern[str], texts: list[str]) -> Iterator[Violation]:
+    lines = {text.count("\n", 0, m.start()) + 1 for text in texts for m in pattern.finditer(text)}
+    for line in sorted(lines):
+        yield {
+            "path": path,
+            "line": line,
+            "pattern": pattern.pattern,
+            "message": f"{shown_path(path)}:{line}: forbidden pattern {pattern.pattern!r}",
+        }
+
+
+def readings(path: str, data: bytes) -> tuple[list[str], str | None]:
+    """The texts a pattern must be searched in: the file read as UTF-8, and also as its
+    coding cookie (PEP 263) says when it has one, since that is what Python runs: in
+    `# coding: utf-7`, `+AF8AXw-import+AF8AXw-` is `__import__`. With the reason when a
+    Python file's cookie names no text encoding or does not decode it (Python refuses
+    such a file, but the gate cannot vouch for it)."""
+    text = data.decode("utf-8", errors="replace")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if codecs.lookup(encoding).name in ("utf-8", "utf-8-sig"):
+            return [text], None
+        return [text, data.decode(encoding)], None
+    except (SyntaxError, LookupError, UnicodeError) as error:  # `undefined` raises UnicodeError
+        if not path.endswith((".py", ".pyw")):
+            return [text], None  # a cookie only Python reads, in a file it does not run
+        return [text], (
+            f"its coding cookie cannot be used to read it ({_cookie_error(error, data)}), so "
+            "forbidden_patterns cannot check it; declare a text encoding that decodes it, "
+            "such as utf-8"
+        )
+
+
+def _cookie_error(error: SyntaxError | LookupError | UnicodeError, data: bytes) -> str:
+    if isinstance(error, SyntaxError):
+        return error.msg  # unknown encoding: nonesuch
+    if isinstance(error, UnicodeDecodeError):
+        line = data.count(b"\n", 0, error.start) + 1
+        return f"{error.encoding} cannot decode line {line}: {error.reason}"
+    return str(error)  # 'rot13' is not a text encoding...
 
 
 def _required_patterns(workspace: Workspace) -> Iterator[Violation]:

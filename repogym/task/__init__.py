@@ -176,8 +176,11 @@ class ConstraintsConfig(_Section):
     paths: StrList | None = None
     max_function_length: int | None = Field(default=None, ge=1)
     max_cyclomatic_complexity: int | None = Field(default=None, ge=1)
+    # Compiled code cannot be read by the gate nor by a reviewer (issue 9): it fails the
+    # gate unless a glob here allows it.
+    allow_compiled: StrList = ()
 
-    _globs = field_validator("protected", "allowed_files", "paths")(check_globs)
+    _globs = field_validator("protected", "allowed_files", "paths", "allow_compiled")(check_globs)
     _regexes = field_validator("forbidden_patterns", "required_patterns")(check_regexes)
 
     def has_quality_limits(self) -> bool:

@@ -1,0 +1,155 @@
+"""Symlinks and the graded tree: where a path really leads, read one component at a time.
+
+The submission controls every symlink in its tree (issue 9). The constraint gate resolves
+the links it adds without looking outside the tree (:func:`resolve_in_tree`); the command
+line refuses an output path that a link in the tree would redirect (:func:`link_on_the_way`)
+and writes into the tree through directories opened with ``O_NOFOLLOW``
+(:func:`open_directory`), so that a link planted after that check is not followed either.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+MAX_HOPS = 40  # symlinks followed in one resolution, as Linux allows before ELOOP
+
+
+class SymlinkLoop(Exception):
+    """More than :data:`MAX_HOPS` symlinks in one resolution."""
+
+
+class LinkInTree(OSError):
+    """A write would have gone through a symlink (or into a file that is not a regular
+    file) in the graded tree; ``problem`` says which, and how to fix it."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(errno.ELOOP, problem)
+        self.problem = problem
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:  # missing, or under a file: read as written from here on
+        return False
+
+
+def resolve_in_tree(root: Path, path: str) -> str | None:
+    """``path`` (relative to ``root``) with every symlink in it resolved as the kernel
+    would, relative to ``root`` ("" for the root itself); None as soon as it leads
+    outside ``root``, whose outside is never looked at. Raises :class:`SymlinkLoop`."""
+    pending = path.split("/")
+    done: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not done:
+                return None
+            done.pop()
+            continue
+        candidate = root.joinpath(*done, part)
+        if not _is_link(candidate):
+            done.append(part)
+            continue
+        hops += 1
+        if hops > MAX_HOPS:
+            raise SymlinkLoop(path)
+        target = str(candidate.readlink())
+        if target.startswith("/"):
+            return None
+        pending = target.split("/") + pending
+    return "/".join(done)
+
+
+def inside(path: Path, tree: Path) -> bool:
+    """Whether the real path ``path`` is ``tree`` (a real path too) or below it."""
+    return path == tree or tree in path.parents
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLink:
+    """A symlink in the graded tree met on the way to a path: where it is, what it says,
+    and whether it is the path's last component (the path itself)."""
+
+    link: Path
+    target: str
+    last: bool
+
+
+def link_on_the_way(path: str, tree: Path) -> TreeLink | None:
+    """The first symlink lying in ``tree`` that opening ``path`` (relative to the current
+    directory) would follow, resolving as the kernel does; None if there is none.
+
+    Links outside the tree are followed (they are the user's, such as ``/dev/stdout``),
+    so that one leading into the tree is looked through too. ``tree`` is a real path.
+    """
+    done = Path("/")
+    pending = list(PurePosixPath(Path.cwd(), path).parts[1:])
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            done = done.parent
+            continue
+        candidate = done / part
+        if not _is_link(candidate):
+            done = candidate
+            continue
+        target = str(candidate.readlink())
+        if inside(done, tree):
+            return TreeLink(link=candidate, target=target, last=not pending)
+        hops += 1
+        if hops > MAX_HOPS:
+            return None  # opening it fails on its own (ELOOP)
+        if target.startswith("/"):
+            done = Path("/")
+        pending = [p for p in PurePosixPath(target).parts if p != "/"] + pending
+    return None
+
+
+def open_directory(tree: Path, directory: Path) -> int:
+    """A descriptor of ``directory``, a real path at or below ``tree``, opened one
+    component at a time from ``tree`` without following a symlink, and created where
+    missing. Raises :class:`LinkInTree` naming a component that is a symlink."""
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in directory.relative_to(tree).parts:
+            fd = _open_below(fd, part, tree)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_below(parent: int, name: str, tree: Path) -> int:
+    """``name`` in the directory ``parent`` (which this closes), opened without following."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        try:
+            return os.open(name, flags, dir_fd=parent)
+        except FileNotFoundError:
+            os.mkdir(name, dir_fd=parent)
+            return os.open(name, flags, dir_fd=parent)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link_at(parent, name):
+                raise LinkInTree(
+                    f"{name} in the graded tree ({tree}) became a symlink; write the report "
+                    "outside the tree or remove the link"
+                ) from None
+            raise
+    finally:
+        os.close(parent)
+
+
+def _is_link_at(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
