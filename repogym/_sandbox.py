@@ -57,6 +57,7 @@ WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 # about 11 threads each (node's own and libuv's), pytest-xdist a process per core.
 NPROC = max(1024, 32 * (os.cpu_count() or 1))
 NOFILE = 4096
+SWITCH = "REPOGYM_SANDBOX"  # "off": no sandbox user even as root (docs/security.md)
 NOT_ROOT_NOTICE = (
     "repogym: not running as root, so the submission's commands run as this user: they can"
     " read this user's files and processes and write its files; run as root (e.g. in a"
@@ -93,23 +94,21 @@ class Session:
 def session(sandbox: bool, writable: Sequence[Path] = ()) -> Iterator[Session]:
     """A run's :class:`Session`, and its clean-up when the run ends.
 
-    ``sandbox`` off: the grader's user, HOME and TMPDIR, as before issue 9; only the
-    bytecode cache is fresh. On and root: a slot of its own, to which the ``writable``
+    ``sandbox`` off (or ``REPOGYM_SANDBOX=off`` in the grader's environment): the
+    grader's user, HOME and TMPDIR. On and root: a slot of its own, to which the ``writable``
     trees are handed (see :func:`give`). On and not root: the grader's user, announced
     once (:data:`NOT_ROOT_NOTICE`), with a throwaway HOME and TMPDIR.
     """
+    if not _enabled(sandbox):
+        yield Session(uid=None, gid=None)
+        return
     with tempfile.TemporaryDirectory(prefix="repogym-run-") as scratch:
-        # Bytecode goes to a fresh place each run: a same-size edit within the same
-        # second must not run a stale .pyc, and the tree gets no __pycache__ of ours.
-        names = ("pycache", "home", "tmp") if sandbox else ("pycache",)
-        places = {name: Path(scratch, name) for name in names}
+        # No bytecode cache of ours: commands run in fresh copies, which hold no stale
+        # .pyc, and the standard library's compiled files are read where they are.
+        places = {name: Path(scratch, name) for name in ("home", "tmp")}
         for place in places.values():
             place.mkdir(mode=0o700)
-        env = {"PYTHONPYCACHEPREFIX": str(places["pycache"])}
-        if not sandbox:
-            yield Session(uid=None, gid=None, env=env)
-            return
-        env |= {"HOME": str(places["home"]), "TMPDIR": str(places["tmp"])}
+        env = {"HOME": str(places["home"]), "TMPDIR": str(places["tmp"])}
         if not _can_switch_user():
             _notice()
             yield Session(uid=None, gid=None, env=env)
@@ -137,6 +136,15 @@ def _clear(session: Session) -> None:
     session.kill()
     assert session.uid is not None
     sweep(session.uid)
+
+
+def switches_user(sandbox: bool = True) -> bool:
+    """Whether a run with ``sandbox`` runs as a sandbox uid (root, not switched off)."""
+    return _enabled(sandbox) and _can_switch_user()
+
+
+def _enabled(sandbox: bool) -> bool:
+    return sandbox and os.environ.get(SWITCH, "").lower() not in ("off", "0", "false")
 
 
 def _can_switch_user() -> bool:

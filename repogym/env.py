@@ -159,7 +159,8 @@ class RepoEnv:
         self._discard()
         self._root = _clone_at(self.repo, self.base)
         if not self.keep_workspace:
-            self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._root), True)
+            holder = str(self._root.parent)
+            self._cleanup = weakref.finalize(self, shutil.rmtree, holder, True)
         self._state = "running"
         self.steps = 0
         output = f"A fresh checkout of {self.base_ref} ({self.base[:12]}), {self.task.type} task."
@@ -217,12 +218,33 @@ class RepoEnv:
         return self._file_action(action)
 
     def _run_command(self, action: RunCommand) -> _Outcome:
-        run = self.runner.run(action.command, self.workspace.root, timeout=action.timeout)
+        run = self._run_agent(action.command, action.timeout)
         error = (
             f"`{action.command}` timed out after {action.timeout:g} s" if run.timed_out else None
         )
         observation = _observation(_output(run), exit_code=run.exit_code, error=error)
         return observation, 0.0, {"command": run}
+
+    def _run_agent(
+        self, command: str, timeout: float, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        """Run one of the agent's commands in its tree, which is its own for the run and
+        read-only to every other command afterwards: the tests a Submit runs cannot plant
+        anything in it for the next episode (issue 9)."""
+        root = self.workspace.root
+        with tempfile.TemporaryDirectory(prefix="repogym-env-pycache-") as holder:
+            # Bytecode out of the tree: a .pyc there would be part of the submission.
+            pycache = Path(holder) / "pycache"
+            pycache.mkdir()
+            Path(holder).chmod(0o711)
+            variables = {"PYTHONPYCACHEPREFIX": str(pycache), **(env or {})}
+            try:
+                return self.runner.run(
+                    command, root, timeout=timeout, env=variables, writable=[root, pycache]
+                )
+            finally:
+                if self.runner.switches_user():
+                    self.runner.lock(root)
 
     def _file_action(self, action: ReadFile | WriteFile) -> _Outcome:
         verb = "read" if isinstance(action, ReadFile) else "write"
@@ -246,9 +268,9 @@ class RepoEnv:
             patch = Path(holder) / "action.patch"
             patch.write_text(action.patch, encoding="utf-8")
             command = f"git apply --verbose -- {shlex.quote(str(patch))}"
-            run = self.runner.run(
-                command, self.workspace.root, timeout=_APPLY_TIMEOUT, env={"LC_ALL": "C"}
-            )
+            Path(holder).chmod(0o755)  # the agent's user reads the patch
+            patch.chmod(0o644)
+            run = self._run_agent(command, _APPLY_TIMEOUT, {"LC_ALL": "C"})
         error = None if run.ok else f"git apply: {_git_errors(run)}"
         return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
 
@@ -288,8 +310,14 @@ class RepoEnv:
 
 
 def _clone_at(repo: Path, sha: str) -> Path:
-    """A work tree checked out (detached) at ``sha`` in a new temporary directory."""
-    root = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()
+    """A work tree checked out (detached) at ``sha`` in a new temporary directory.
+
+    The tree is a directory of its own inside that one, which stays the grader's: the
+    sandbox user, whose the tree is while the agent's commands run, loses what it owns
+    at the top of /tmp when a run ends."""
+    holder = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()
+    holder.chmod(0o711)
+    root = holder / "repo"
     try:
         if root == repo or repo in root.parents:
             raise EnvError(
@@ -298,7 +326,7 @@ def _clone_at(repo: Path, sha: str) -> Path:
             )
         clone_at(repo, sha, root)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(holder, ignore_errors=True)
         raise
     return root
 

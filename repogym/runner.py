@@ -102,18 +102,18 @@ class CommandResult:
 class Runner:
     """Runs untrusted shell commands; see the module docstring.
 
-    ``sandbox`` (off until the graders run commands in copies of the trees, issue 9):
-    as root, each run is a uid of its own (:mod:`repogym._sandbox`), which can write
-    only what it is given: ``run(..., writable=[tree])`` hands ``tree`` to that uid for
-    the run (chown, before the command starts) and nothing else is chowned, so the
-    trees made by the grader stay the grader's and, with :meth:`lock`, read-only to it.
+    ``sandbox`` (on by default; ``REPOGYM_SANDBOX=off`` turns it off): as root, each
+    run is a uid of its own (:mod:`repogym._sandbox`), which can write only what it is
+    given: ``run(..., writable=[tree])`` hands ``tree`` to that uid for the run (chown,
+    before the command starts) and nothing else is chowned, so the trees made by the
+    grader stay the grader's and, with :meth:`lock`, read-only to it.
     Not root: the grader's own user, a throwaway HOME and TMPDIR, and a one-line notice.
     """
 
     pass_env: Sequence[str] = ()  # names of the grader's variables the task lets through
     set_env: Mapping[str, str] = field(default_factory=dict)  # fixed values from the task
     output_cap: int = DEFAULT_OUTPUT_CAP
-    sandbox: bool = False
+    sandbox: bool = True
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets, built from ``base`` (default: ``os.environ``)."""
@@ -147,6 +147,10 @@ class Runner:
             allowed = self.environment({**os.environ, **session.env})
             full_env = {**session.env, **allowed, **(env or {}), _reaper.MARKER: marker}
             return self._run(command, cwd, timeout, full_env, marker, session)
+
+    def switches_user(self) -> bool:
+        """Whether the commands run as a sandbox uid (root, sandbox on)."""
+        return _sandbox.switches_user(self.sandbox)
 
     def lock(self, tree: Path) -> None:
         """Make ``tree`` read-only to the commands (a baseline copy they must not change):

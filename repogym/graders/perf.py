@@ -77,6 +77,7 @@ class PerfGrader(Grader):
         timings = _Timings()
         try:
             with tempfile.TemporaryDirectory(prefix="repogym-perf-") as scratch:
+                Path(scratch).chmod(0o711)  # the sandbox user goes through to its copy
                 candidate = workspace.copy(Path(scratch) / "candidate")
                 trees: dict[Side, Path] = {
                     "baseline": perf_baseline(workspace, runner),
@@ -106,11 +107,15 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
     if tree is not None and tree.is_dir():
         return tree
     tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-")
+    tree.parent.chmod(0o711)
     try:
         _set_up(runner, workspace, tree, "baseline")
     except _Failure:
         shutil.rmtree(tree.parent, ignore_errors=True)
         raise
+    # From here on the baseline is the grader's and read-only to every command: the
+    # candidate's benchmark must not be able to slow it down (issue 9).
+    runner.lock(tree)
     _BASELINES[key] = tree
     return tree
 
@@ -124,7 +129,7 @@ def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Pat
     """Run the task's ``setup`` in ``tree`` (within ``perf.timeout``); returns the tree."""
     setup, perf = workspace.task.setup, workspace.task.perf
     if setup and perf is not None:
-        result = runner.run(setup, tree, timeout=perf.timeout)
+        result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree])
         if not result.ok:
             raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
@@ -133,13 +138,15 @@ def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Pat
 def _bytecode_caches(runner: Runner, root: Path) -> dict[Side, dict[str, str]]:
     """One bytecode cache per side for this grade, unless the task sets its own.
 
-    The runner gives every command a fresh, empty ``PYTHONPYCACHEPREFIX``, so each Python
-    run would compile every module it imports, the standard library's included: about
-    0.15 s of start-up on every run, and a noisy one. Within one grade neither tree
-    changes, so the warm-up compiles once and the timed runs measure the program.
+    The baseline is read-only to the commands, so Python could not write its bytecode
+    there and would compile the baseline's modules on every run: start-up time, and a
+    noisy one, on one side only. Within one grade neither tree changes, so the warm-up
+    compiles once into these and the timed runs measure the program.
     """
     if _PYCACHE in runner.environment():
         return {side: {} for side in SIDES}
+    for side in SIDES:
+        (root / side).mkdir(parents=True)
     return {side: {_PYCACHE: str(root / side)} for side in SIDES}
 
 
@@ -176,8 +183,16 @@ class _Bench:
 
     def time(self, side: Side, which: str) -> float:
         """Run the benchmark once on ``side``: its time in seconds, or a ``_Failure``."""
+        # The candidate's copy is its own to write; the baseline is read-only to it.
+        writable = [Path(p) for p in self.env[side].values()]
+        if side == "candidate":
+            writable.append(self.trees[side])
         result = self.runner.run(
-            self.config.command, self.trees[side], timeout=self.config.timeout, env=self.env[side]
+            self.config.command,
+            self.trees[side],
+            timeout=self.config.timeout,
+            env=self.env[side],
+            writable=writable,
         )
         where = f"the {side} benchmark ({which})"
         if result.timed_out:

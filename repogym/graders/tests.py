@@ -72,6 +72,7 @@ class TestGrader(Grader):
         hidden_root = self._hidden_root(workspace, config)
         hidden_files = files_under(hidden_root) if hidden_root else []
         with tempfile.TemporaryDirectory(prefix="repogym-tests-") as holder:
+            Path(holder).chmod(0o711)  # the sandbox user goes through to its copy
             tree = Path(holder) / "tree"
             files = _runfiles.build(workspace, config, tree, (hidden_root, hidden_files))
             run, results, problem = _run_and_parse(workspace, config, runner, tree)
@@ -99,20 +100,23 @@ def _run_and_parse(
     """Run setup and the tests in ``tree``; the results by id, or the reason there are
     none."""
     if workspace.task.setup:
-        setup = runner.run(workspace.task.setup, tree, timeout=config.timeout)
+        setup = runner.run(workspace.task.setup, tree, timeout=config.timeout, writable=[tree])
         if not setup.ok:
             return setup, {}, f"setup command failed ({setup.describe()})"
-    with tempfile.TemporaryDirectory(prefix="repogym-junit-") as scratch:
-        junit = Path(scratch) / "junit.xml"
-        command = config.command.replace("{junit}", shlex.quote(str(junit)))
-        run = runner.run(command, tree, timeout=config.timeout)
-        if run.timed_out:
-            return run, {}, f"the test command {run.describe()}"
-        known = config.fail_to_pass + config.pass_to_pass
-        try:
-            return run, collect(iter_cases(junit), tree=tree, known_ids=known), None
-        except JUnitError as error:
-            return run, {}, str(error)
+    # Next to the copy, in the grader's own directory: the sandbox user's clean-up
+    # removes what that user owns at the top of /tmp.
+    reports = tree.parent / "junit"
+    reports.mkdir()
+    junit = reports / "junit.xml"
+    command = config.command.replace("{junit}", shlex.quote(str(junit)))
+    run = runner.run(command, tree, timeout=config.timeout, writable=[tree, reports])
+    if run.timed_out:
+        return run, {}, f"the test command {run.describe()}"
+    known = config.fail_to_pass + config.pass_to_pass
+    try:
+        return run, collect(iter_cases(junit), tree=tree, known_ids=known), None
+    except JUnitError as error:
+        return run, {}, str(error)
 
 
 def _score(
