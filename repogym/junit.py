@@ -350,8 +350,10 @@ class _Reader:
         self.path = path
         self.limits = limits
         self.ready: list[Case] = []
-        # Elements open now, whatever they are (the document element is at depth 1).
+        # Elements open now, whatever they are (the document element is at depth 1), and
+        # the limit, copied here since the handlers read it once an element.
         self.depth = 0
+        self.max_depth = limits.max_depth
         # The names of the open <testsuite> elements, outermost first, and the `file` of
         # each, inherited from the one around it. Lists, so that opening or closing a suite
         # costs the same at any depth; `suites` is their tuple, made when a case needs it
@@ -428,7 +430,7 @@ class _Reader:
 
     def _start(self, tag: str, attrs: dict[str, str]) -> None:
         depth = self.depth = self.depth + 1
-        if depth > self.limits.max_depth:
+        if depth > self.max_depth:
             self._too_deep()
         if depth > self.case_depth:  # inside the open testcase
             if depth == self.case_depth + 1:  # only the testcase's own children count
