@@ -6,7 +6,9 @@ The parser is the standard library's expat, fed the file in chunks: memory stays
 whatever the report's size, and each case is handed out as soon as its end tag is read.
 Reports come from the code under grading, so they are untrusted input: a report that
 declares a DTD is refused outright (entity-expansion bombs and external entities both
-need one), and a report over ``max_bytes`` is refused before it is read.
+need one); the path is opened without following a symlink and must be a regular file;
+and what a report may cost in bytes, depth, testcases, names, token size and time is
+capped (:class:`Limits`), each cap named in the error that a report over it gets.
 
 One reader, in Python, turns expat's events into cases. A reader in C was tried and
 removed (issue 8): it was about 1.7 times as fast, but parsing is a small part of any
@@ -16,17 +18,19 @@ hold a token, which is no place for hand-written C against expat's ABI.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from stat import S_ISREG
 from typing import NamedTuple
 from xml.parsers import expat
 
 from repogym.errors import JUnitError
 
-# A report larger than this is rejected unread (a runaway suite, or an attack on memory).
-DEFAULT_MAX_BYTES = 512 << 20
 # Messages are kept for failing, erroring and skipped tests only, and this short.
 MAX_MESSAGE = 500
 
@@ -64,26 +68,75 @@ class Case(NamedTuple):
     line: str | None = None
 
 
-def iter_cases(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Case]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """What reading one report may cost (issue 9). Each bounds the memory or the time a
+    hostile report can take; a report over one is refused with a message naming it. The
+    defaults are far above what real runs write: bench/junit.py's 200,000 testcases, with
+    failures and captured output, are 86 MiB, five elements deep, read in about 3 s.
+    """
+
+    # The file's size: a larger report is refused unread. Memory does not grow with the
+    # size (the other caps see to that), so this bounds the time a report can take.
+    max_bytes: int = 256 << 20
+    # Elements open at once: expat keeps a record per open element, and so do we per
+    # open <testsuite>. JUnit needs three or four levels; Surefire and mocha nest a few more.
+    max_depth: int = 1_000
+    # <testcase> elements: the caller keeps a record per case (repogym._testids.collect).
+    max_cases: int = 1_000_000
+    # One tag with its attributes, or one comment or processing instruction: expat holds
+    # an unfinished token whole. The largest legitimate one is a failure's message attribute.
+    max_token: int = 4 << 20
+    # Distinct element and attribute names: expat and pyexpat keep each for the whole
+    # parse (about 200 bytes a name). A JUnit report uses a few dozen.
+    max_names: int = 10_000
+    # Wall-clock seconds from the first read to the last case handed out, the caller's
+    # work on the cases included: the other caps bound this too, this says so in one place.
+    deadline: float = 120.0
+
+
+LIMITS = Limits()
+
+
+def iter_cases(path: Path, *, limits: Limits = LIMITS) -> Iterator[Case]:
     """Every ``<testcase>`` of the report at ``path``, in document order.
 
-    A generator: the file is checked (exists, is a regular file, is not empty, is at most
-    ``max_bytes``) when iteration starts, then read and parsed in chunks, and each case is
-    yielded once its end tag has been parsed. So :class:`JUnitError` is raised while
-    iterating, possibly after some cases were yielded: a DTD, malformed XML (with its line
-    and column) or a truncated file is found where it occurs, and a report without any
-    ``<testcase>`` is only known, and raised, at the end.
+    A generator: the file is checked (exists, is a regular file and not a symlink, is not
+    empty, is within ``limits.max_bytes``) when iteration starts, then read and parsed in
+    chunks, and each case is yielded once its end tag has been parsed. So
+    :class:`JUnitError` is raised while iterating, possibly after some cases were yielded:
+    a DTD, malformed XML (with its line and column), a truncated file or a report over one
+    of ``limits`` is found where it occurs, and a report without any ``<testcase>`` is only
+    known, and raised, at the end.
     """
-    size = _checked_size(path, max_bytes)
-    reader = _Reader(path)
-    found = 0
-    for chunk in _chunks(path, max_bytes):
+    descriptor = _open(path, limits.max_bytes)
+    try:
+        yield from _parse(path, descriptor, limits)
+    finally:  # also when the caller stops early: a generator is closed when dropped
+        os.close(descriptor)
+
+
+def _parse(path: Path, descriptor: int, limits: Limits) -> Iterator[Case]:
+    reader = _Reader(path, limits)
+    deadline = time.monotonic() + limits.deadline
+    read = found = 0
+    while True:
+        chunk = _read(path, descriptor, _chunk_size(reader.pending(read)))
+        read += len(chunk)
+        if read > limits.max_bytes:  # it grew since it was measured
+            raise JUnitError(_too_large(path, read, limits.max_bytes))
         cases = reader.feed(chunk)
         found += len(cases)
+        if found > limits.max_cases:
+            raise JUnitError(_too_many_cases(path, limits.max_cases))
+        if time.monotonic() > deadline:
+            raise JUnitError(_too_slow(path, read, limits.deadline))
         yield from cases
+        if not chunk:
+            break
     if not found:
         raise JUnitError(
-            f"JUnit report {path} ({size:,} bytes) contains no <testcase> element: "
+            f"JUnit report {path} ({read:,} bytes) contains no <testcase> element: "
             "did the test command collect and run any test?"
         )
 
@@ -92,6 +145,8 @@ def iter_cases(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[Ca
 # measurably faster than 1 MiB or more (bench/junit.py), the cases made from one chunk
 # staying in the CPU's caches until they are handed out.
 _CHUNK = 1 << 16
+# An unfinished token longer than this is fed in chunks as long as itself (_chunk_size).
+_LONG_TOKEN = 1 << 20
 
 # Direct children of <testcase> that decide its outcome, and how bad each is: with several
 # (pytest writes a call failure and a teardown error in one testcase), the worst wins.
@@ -105,45 +160,113 @@ _VERDICTS = {
 _RERUNS = frozenset({"flakyFailure", "flakyError", "rerunFailure", "rerunError"})
 
 
-def _checked_size(path: Path, max_bytes: int) -> int:
+# What a path that is not a regular file is, for the message that refuses it.
+_KINDS = {
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+# The report is written by the submission's commands, which may put a symlink (to
+# /etc/shadow, /proc/self/environ) or a FIFO there instead: O_NOFOLLOW refuses the link,
+# O_NONBLOCK keeps a FIFO without a writer from blocking the open, and the fstat that
+# follows refuses whatever is not a regular file. O_NOCTTY: a terminal opened here must
+# not become the grader's controlling terminal.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _open(path: Path, max_bytes: int) -> int:
+    """The report opened for reading; refused unread when it is not a regular file, is
+    empty or is over ``max_bytes``."""
+    # lstat first: a device is refused without being opened, since opening some acts on them.
+    _check_file(path, _lstat(path), max_bytes)
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise JUnitError(
-            f"JUnit report {path} does not exist: did the test command write its report there?"
-        ) from None
+        descriptor = os.open(path, _OPEN_FLAGS)
     except OSError as error:
-        raise JUnitError(f"JUnit report {path} cannot be read: {error.strerror}") from None
-    if not S_ISREG(stat.st_mode):
-        raise JUnitError(f"JUnit report {path} is not a regular file")
-    if stat.st_size == 0:
+        raise _unopenable(path, error) from None
+    try:
+        # Checked again on what was opened: the path may have been swapped since the lstat.
+        _check_file(path, os.fstat(descriptor), max_bytes)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _lstat(path: Path) -> os.stat_result:
+    try:
+        return path.lstat()
+    except OSError as error:
+        raise _unopenable(path, error) from None
+
+
+def _unopenable(path: Path, error: OSError) -> JUnitError:
+    if isinstance(error, FileNotFoundError):
+        return JUnitError(
+            f"JUnit report {path} does not exist: did the test command write its report there?"
+        )
+    if error.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink swapped in after the lstat
+        return _not_a_file(path, "a symbolic link")
+    return JUnitError(f"JUnit report {path} cannot be read: {error.strerror}")
+
+
+def _check_file(path: Path, info: os.stat_result, max_bytes: int) -> None:
+    kind = stat.S_IFMT(info.st_mode)
+    if kind != stat.S_IFREG:
+        raise _not_a_file(path, _KINDS.get(kind, "an unknown kind of file"))
+    if info.st_size == 0:
         raise JUnitError(
             f"JUnit report {path} is empty: the test command probably stopped before writing it"
         )
-    if stat.st_size > max_bytes:
-        raise JUnitError(_too_large(path, stat.st_size, max_bytes))
-    return stat.st_size
+    if info.st_size > max_bytes:
+        raise JUnitError(_too_large(path, info.st_size, max_bytes))
 
 
-def _chunks(path: Path, max_bytes: int) -> Iterator[bytes]:
-    """The file's content in chunks, then an empty one to mark its end."""
+def _not_a_file(path: Path, kind: str) -> JUnitError:
+    return JUnitError(
+        f"JUnit report {path} is {kind}, not a regular file: "
+        "the test command must write its report there as a file"
+    )
+
+
+def _read(path: Path, descriptor: int, size: int) -> bytes:
     try:
-        with path.open("rb") as report:
-            read = 0
-            while chunk := report.read(_CHUNK):
-                read += len(chunk)
-                if read > max_bytes:  # it grew since it was measured
-                    raise JUnitError(_too_large(path, read, max_bytes))
-                yield chunk
+        return os.read(descriptor, size)
     except OSError as error:
         raise JUnitError(f"JUnit report {path} cannot be read: {error.strerror}") from None
-    yield b""
+
+
+def _chunk_size(pending: int) -> int:
+    """How much to read next, given the bytes of an unfinished token expat holds.
+
+    Expat before 2.6 (the one in Python 3.11) scans an unfinished token again from its
+    start on every call, so a long attribute value fed 64 KiB at a time costs time in the
+    square of its length (a 32 MiB one took 41 s). Past _LONG_TOKEN, feeding as many bytes
+    as it already holds doubles them each time, which makes the rescans linear.
+    """
+    return pending if pending > _LONG_TOKEN else _CHUNK
 
 
 def _too_large(path: Path, size: int, max_bytes: int) -> str:
     return (
         f"JUnit report {path} is {size:,} bytes, over the limit of {max_bytes:,}: "
-        "reduce the captured output in the report, or raise the limit"
+        "reduce the captured output in the report"
+    )
+
+
+def _too_many_cases(path: Path, max_cases: int) -> str:
+    return (
+        f"JUnit report {path} has more than {max_cases:,} <testcase> elements, the limit: "
+        "run fewer tests in one test command"
+    )
+
+
+def _too_slow(path: Path, read: int, deadline: float) -> str:
+    return (
+        f"JUnit report {path} was not read within {deadline:g} seconds, the limit "
+        f"(stopped after {read:,} bytes): write a smaller report"
     )
 
 
@@ -210,6 +333,8 @@ def _declares_dtd(path: Path, name: str, line: int) -> JUnitError:
 
 
 _new_case = tuple.__new__
+# The depth of the open testcase when none is open: deeper than any element can be.
+_NO_CASE = 1 << 62
 
 
 class _Reader:
@@ -221,15 +346,23 @@ class _Reader:
     element of the report, so they are kept short.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: Limits) -> None:
         self.path = path
+        self.limits = limits
         self.ready: list[Case] = []
-        self.suites: tuple[str, ...] = ()
-        # The `file` of each open <testsuite>, inherited from the one around it.
+        # Elements open now, whatever they are (the document element is at depth 1), and
+        # the limit, copied here since the handlers read it once an element.
+        self.depth = 0
+        self.max_depth = limits.max_depth
+        # The names of the open <testsuite> elements, outermost first, and the `file` of
+        # each, inherited from the one around it. Lists, so that opening or closing a suite
+        # costs the same at any depth; `suites` is their tuple, made when a case needs it
+        # after the stack changed, then shared by the cases of that suite.
+        self.suite_names: list[str] = []
         self.suite_files: list[str | None] = [None]
-        # The open <testcase>: its attributes, and how deep inside it the parser is.
-        self.in_case = False
-        self.inner = 0
+        self.suites: tuple[str, ...] | None = ()
+        # The open <testcase>: its depth (_NO_CASE when none is open) and attributes.
+        self.case_depth = _NO_CASE
         self.attrs: dict[str, str] = {}
         # What its children said so far.
         self.outcome = Outcome.PASSED
@@ -239,7 +372,10 @@ class _Reader:
         # The deciding child's first line while its text is being collected.
         self.text: _FirstLine | None = None
 
-        parser = expat.ParserCreate()
+        # pyexpat interns each element and attribute name in this dict for the parse,
+        # which makes its size the count that Limits.max_names caps.
+        self.names: dict[str, str] = {}
+        parser = expat.ParserCreate(intern=self.names)
         parser.buffer_text = True
         parser.buffer_size = 1 << 16
         parser.StartDoctypeDeclHandler = self._refuse_dtd
@@ -257,8 +393,29 @@ class _Reader:
             raise _not_well_formed(self.path, reason, error.lineno, error.offset + 1) from None
         except (LookupError, ValueError) as error:
             raise _unreadable_encoding(self.path, error) from None
+        # Checked once a chunk, not once an element: a chunk adds at most a few thousand
+        # names, and keeping the handlers short keeps the common report fast.
+        if len(self.names) > self.limits.max_names:
+            raise self._over_limit(
+                f"uses more than {self.limits.max_names:,} distinct element and attribute "
+                "names, the limit",
+                "a JUnit report uses a few dozen: write a report with the usual elements only",
+            )
         ready, self.ready = self.ready, []
         return ready
+
+    def pending(self, fed: int) -> int:
+        """Bytes expat holds of a token it has not finished, ``fed`` bytes into the file;
+        refused over Limits.max_token."""
+        # Between calls, CurrentByteIndex is where the unfinished token starts (or the
+        # end of what was fed, when none is).
+        pending = fed - max(self.parser.CurrentByteIndex, 0)
+        if pending > self.limits.max_token:
+            raise self._over_limit(
+                f"has a tag or comment longer than {self.limits.max_token:,} bytes, the limit",
+                "write long messages as the element's text rather than in an attribute",
+            )
+        return pending
 
     def _refuse_dtd(self, name: str, *_: object) -> None:
         raise _declares_dtd(self.path, name, self.parser.CurrentLineNumber)
@@ -272,30 +429,46 @@ class _Reader:
         )
 
     def _start(self, tag: str, attrs: dict[str, str]) -> None:
-        if self.in_case:
-            self.inner += 1
-            if self.inner == 1:  # only the testcase's own children count
+        depth = self.depth = self.depth + 1
+        if depth > self.max_depth:
+            self._too_deep()
+        if depth > self.case_depth:  # inside the open testcase
+            if depth == self.case_depth + 1:  # only the testcase's own children count
                 if tag in _VERDICTS:
                     self._verdict(tag, attrs)
                 elif tag in _RERUNS:
                     self.flaky = True
         elif tag == "testcase":
-            self.in_case = True
+            self.case_depth = depth
             self.attrs = attrs
         elif tag == "testsuite":
-            self.suites = (*self.suites, attrs.get("name", ""))
+            self.suite_names.append(attrs.get("name", ""))
             self.suite_files.append(attrs.get("file") or self.suite_files[-1])
+            self.suites = None
 
     def _end(self, tag: str) -> None:
-        if self.inner:  # a child of the open testcase, or deeper
-            self.inner -= 1
-            if not self.inner and self.text is not None:
+        depth = self.depth
+        self.depth = depth - 1
+        if depth > self.case_depth:  # a child of the open testcase, or deeper
+            if depth == self.case_depth + 1 and self.text is not None:
                 self._stop_text()
-        elif self.in_case:
+        elif depth == self.case_depth:
             self._emit()
         elif tag == "testsuite":
-            self.suites = self.suites[:-1]
+            self.suite_names.pop()
             self.suite_files.pop()
+            self.suites = None
+
+    def _too_deep(self) -> None:
+        raise self._over_limit(
+            f"nests elements more than {self.limits.max_depth:,} deep, the limit",
+            "a JUnit report needs a few levels: write the test suites less deeply nested",
+        )
+
+    def _over_limit(self, what: str, fix: str) -> JUnitError:
+        parser = self.parser
+        where = f"line {parser.CurrentLineNumber:,}, column {parser.CurrentColumnNumber + 1:,}"
+        return JUnitError(f"JUnit report {self.path} {what} (at {where}): {fix}")
 
     def _verdict(self, tag: str, attrs: dict[str, str]) -> None:
         outcome, severity = _VERDICTS[tag]
@@ -325,6 +498,9 @@ class _Reader:
 
     def _emit(self) -> None:
         attrs = self.attrs
+        suites = self.suites
+        if suites is None:
+            suites = self.suites = tuple(self.suite_names)
         # tuple.__new__ skips the named tuple's Python-level __new__: once per testcase.
         case = _new_case(
             Case,
@@ -332,7 +508,7 @@ class _Reader:
                 attrs.get("name", ""),
                 attrs.get("classname", ""),
                 attrs.get("file") or self.suite_files[-1],
-                self.suites,
+                suites,
                 self.outcome,
                 self.flaky,
                 self.message,
@@ -340,6 +516,6 @@ class _Reader:
             ),
         )
         self.ready.append(case)
-        self.in_case = False
+        self.case_depth = _NO_CASE
         if self.severity or self.flaky:
             self.outcome, self.severity, self.flaky, self.message = Outcome.PASSED, 0, False, ""

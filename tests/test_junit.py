@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 import repogym.junit
-from repogym.junit import MAX_MESSAGE, Case, JUnitError, Outcome, iter_cases
+from repogym.junit import MAX_MESSAGE, Case, JUnitError, Limits, Outcome, iter_cases
 
 
 def report(tmp_path: Path, xml: str | bytes, name: str = "report.xml") -> Path:
@@ -20,8 +20,8 @@ def report(tmp_path: Path, xml: str | bytes, name: str = "report.xml") -> Path:
     return path
 
 
-def cases(tmp_path: Path, xml: str | bytes, **kwargs: int) -> list[Case]:
-    return list(iter_cases(report(tmp_path, xml), **kwargs))
+def cases(tmp_path: Path, xml: str | bytes, **limits: int) -> list[Case]:
+    return list(iter_cases(report(tmp_path, xml), limits=Limits(**limits)))
 
 
 def one(tmp_path: Path, testcase_body: str, attrs: str = 'classname="c" name="t"') -> Case:
@@ -32,9 +32,9 @@ def one(tmp_path: Path, testcase_body: str, attrs: str = 'classname="c" name="t"
     return case
 
 
-def error(tmp_path: Path, xml: str | bytes, **kwargs: int) -> str:
+def error(tmp_path: Path, xml: str | bytes, **limits: int) -> str:
     with pytest.raises(JUnitError) as caught:
-        cases(tmp_path, xml, **kwargs)
+        cases(tmp_path, xml, **limits)
     assert len(caught.value.lines) == 1
     return str(caught.value)
 
@@ -239,7 +239,9 @@ def test_missing_empty_and_directory(tmp_path: Path) -> None:
         list(iter_cases(missing))
     assert error(tmp_path, b"").startswith(f"JUnit report {tmp_path / 'report.xml'} is empty: ")
     with pytest.raises(
-        JUnitError, match=f"^JUnit report {re.escape(str(tmp_path))} is not a regular file$"
+        JUnitError,
+        match=f"^JUnit report {re.escape(str(tmp_path))} is a directory, not a regular file: "
+        "the test command must write its report there as a file$",
     ):
         list(iter_cases(tmp_path))
 
@@ -249,7 +251,7 @@ def test_a_report_over_max_bytes_is_refused_unread(tmp_path: Path) -> None:
     message = error(tmp_path, "<testsuite><testcase>" * 10, max_bytes=100)
     assert message == (
         f"JUnit report {tmp_path / 'report.xml'} is 210 bytes, over the limit of 100: "
-        "reduce the captured output in the report, or raise the limit"
+        "reduce the captured output in the report"
     )
     assert len(cases(tmp_path, "<testcase/>", max_bytes=11)) == 1
 
