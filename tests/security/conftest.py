@@ -1,0 +1,41 @@
+"""Fixtures of the attack corpus: a grader's virtual environment per session (and one per
+case for the attacks that poison it), and a :class:`Case` per test."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.security._harness import Case, make_grader_venv
+
+
+@pytest.fixture(scope="session")
+def grader_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The python of a grader's venv shared by the attacks that do not poison it."""
+    return make_grader_venv(tmp_path_factory.mktemp("grader") / "venv")
+
+
+@pytest.fixture
+def case(tmp_path: Path, grader_python: Path) -> Iterator[Case]:
+    yield from _cleaned(Case(root=tmp_path, python=grader_python))
+
+
+@pytest.fixture
+def own_case(tmp_path: Path) -> Iterator[Case]:
+    """A case with a grader venv of its own, for attacks that write into it."""
+    yield from _cleaned(Case(root=tmp_path, python=make_grader_venv(tmp_path / "venv")))
+
+
+def _cleaned(case: Case) -> Iterator[Case]:
+    # What an attack that got through left in the temporary directory (the check has
+    # already counted it): gone, so that the machine is as before the suite.
+    yield case
+    for leftover in Path(tempfile.gettempdir()).glob(f"*{case.marker}*"):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)

@@ -1,0 +1,96 @@
+"""The perf baseline (issue 9): the candidate's benchmark slows the grader's private
+checkout of the base down, and gets a speed-up it never made. The baseline copies must be
+out of the submission's reach.
+
+A small perf task rather than examples/perf (about 3 s a run): a benchmark of about
+0.15 s, one warm-up and three timed runs a side, so that the grade takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.security._harness import Case
+
+SMALL_PERF = {
+    "task": textwrap.dedent(
+        """\
+        version: 1
+        type: perf
+        perf:
+          command: python bench.py
+          timing: wall
+          runs: 3
+          warmup: 1
+          noise_floor: 1.5
+          min_speedup: 3
+          timeout: 60
+        constraints:
+          protected: [bench.py]
+          allowed_files: [src/**]
+        """
+    ),
+    "files": {
+        # The marker tells this case's baseline from those of other grades on the machine.
+        "bench.py": textwrap.dedent(
+            """\
+            # perf attack case {marker}
+            import sys
+
+            sys.path.insert(0, "src")
+            from work import work  # noqa: E402
+
+            work()
+            """
+        ),
+        "src/work.py": textwrap.dedent(
+            """\
+            def work():
+                total = 0
+                for i in range(500_000):
+                    total += i % 7
+                return total
+            """
+        ),
+    },
+}
+
+# The candidate's own module, run by its benchmark (the warm-up comes before every
+# timed baseline run): it finds the grader's baseline checkouts in the temporary
+# directories and makes this task's one sleep.
+SLOW_DOWN_THE_BASELINE = (
+    textwrap.dedent(
+        """\
+        import glob
+        import os
+        import tempfile
+
+        _places = {tempfile.gettempdir(), "/tmp", "/var/tmp", os.environ.get("TMPDIR", "/tmp")}
+        for place in _places:
+            pattern = os.path.join(place, "repogym-*", "**", "bench.py")
+            for bench in glob.glob(pattern, recursive=True):
+                try:
+                    with open(bench) as f:
+                        text = f.read()
+                    if "{marker}" in text and "time.sleep" not in text:
+                        with open(bench, "a") as f:
+                            f.write("\\nimport time\\ntime.sleep(1.5)\\n")
+                except OSError:
+                    pass
+        """
+    )
+    + "\n"
+    + SMALL_PERF["files"]["src/work.py"]
+)
+
+
+def test_the_candidate_cannot_slow_the_baseline_down(case: Case) -> None:
+    case.base(task=SMALL_PERF["task"], files=SMALL_PERF["files"])
+    case.submit({"src/work.py": SLOW_DOWN_THE_BASELINE})
+    graded = case.grade()
+    problems = graded.problems("perf")
+    perf = next(c for c in (graded.report or {}).get("components", []) if c["name"] == "perf")
+    # Not even part of the credit: the candidate is the base, so the speed-up is noise.
+    if perf["score"] != 0:
+        problems.append(f"perf scored {perf['score']}: {perf['details'].get('speedup')}x")
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,173 @@
+"""RepoEnv (issue 9): an agent's commands plant things between episodes, and hidden tests
+kept out of the repository (as docs/env.md advises) are copied out during Submit and
+read in the next episode. The episodes run in a process of their own
+(tests/security/_env_driver.py), with the grader's venv and the canary secret."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.security import _payloads as p
+from tests.security._harness import Case
+from tests.security.test_poisoning import POISON_MODULE
+
+DRIVER = Path(__file__).with_name("_env_driver.py")
+EMPTY_EPISODE = [["submit"]]
+
+
+def run_episodes(
+    case: Case, episodes: list[list[list[str]]], *, hidden: Path | None = None, keep: bool = False
+) -> tuple[list[list[list[object]]], list[str]]:
+    """The episodes' steps ([output, reward, error] each) and what the run left behind
+    (the harness's problems, its verdict aside)."""
+    spec = case.root / "spec.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "repo": str(case.repo.root),
+                "base": "main",
+                "hidden": None if hidden is None else str(hidden),
+                "keep_workspace": keep,
+                "episodes": [[[case.fill(a) for a in action] for action in e] for e in episodes],
+            }
+        )
+    )
+    out = case.out / "episodes.json"
+    ran = case.run([str(case.python), str(DRIVER), str(spec), str(out)], out, case.out / "none")
+    assert ran.returncode == 0, ran.output
+    steps = json.loads(ran.report_text)
+    return steps, ran.problems("", verdict=False)
+
+
+def rewards(steps: list[list[list[object]]]) -> list[object]:
+    return [episode[-1][1] for episode in steps]
+
+
+def test_a_pth_planted_by_a_command_does_not_reward_the_next_episode(own_case: Case) -> None:
+    case = own_case
+    case.base()
+    plant = textwrap.dedent(
+        f"""\
+        import os
+        import sysconfig
+
+        place = sysconfig.get_paths()["purelib"]
+        with open(os.path.join(place, "zz_{{marker}}_poison.py"), "w") as f:
+            f.write({POISON_MODULE!r})
+        with open(os.path.join(place, "zz_{{marker}}.pth"), "w") as f:
+            f.write("import zz_{{marker}}_poison\\n")
+        """
+    )
+    first = [["write", "plant.py", plant], ["run", "python plant.py"], ["submit"]]
+    steps, problems = run_episodes(case, [first, EMPTY_EPISODE])
+    assert rewards(steps)[1] == 0.0, steps[1]
+    assert not problems, "\n".join(problems)
+
+
+# A daemon (the chain of 80 of test_processes) that puts the flip conftest.py into every
+# workspace of this case's repository (they hold case.txt) that comes after it.
+PLANTER = (
+    textwrap.dedent(
+        """\
+        PATH=/usr/bin:/bin
+        depth=$1 marker=$2
+        if [ "$depth" -gt 0 ]; then
+          setsid env -i ATTACK_TAG="$marker" /bin/sh "$0" $((depth - 1)) "$marker" \\
+            </dev/null >/dev/null 2>&1
+          exit 0
+        fi
+        while :; do
+          for case in /tmp/repogym-*/case.txt /tmp/repogym-*/*/case.txt; do
+            dir=${case%/case.txt}
+            if [ -f "$case" ] && grep -q "$marker" "$case" && [ ! -f "$dir/src/conftest.py" ]; then
+              cat > "$dir/src/conftest.py" <<'CONFTEST'
+        """
+    )
+    + p.FLIP_CONFTEST
+    + textwrap.dedent(
+        """\
+        CONFTEST
+            fi
+          done
+          sleep 0.05
+        done
+        """
+    )
+)
+
+
+def test_a_daemon_cannot_plant_into_the_next_episode(case: Case) -> None:
+    case.base(files={"case.txt": "{marker}\n"})
+    first = [
+        ["write", "planter.sh", PLANTER],
+        ["run", 'sh "$PWD/planter.sh" 80 {marker} &'],
+        ["submit"],
+    ]
+    # The agent of the next episode waits for the plant (3 s at most), then submits.
+    wait = "for i in $(seq 30); do [ -f src/conftest.py ] && break; sleep 0.1; done; true"
+    steps, problems = run_episodes(case, [first, [["run", wait], ["submit"]]])
+    assert rewards(steps)[1] == 0.0, steps[1]
+    assert not problems, "\n".join(problems)
+
+
+HIDDEN_TEST = textwrap.dedent(
+    """\
+    from slugify import slugify
+
+    ANSWER = "hidden-{marker}"
+
+
+    def test_hidden():
+        assert slugify("Déjà vu") == "deja-vu"
+    """
+)
+# The submission's package, imported by the tests during Submit: copies every test file
+# it finds in the tree to the temporary directory and into the tree itself.
+EXFILTRATE = textwrap.dedent(
+    """
+    import glob
+    import os
+    import shutil
+
+    for _test in glob.glob("tests/*.py"):
+        for _dest in ("/tmp/exfil-{marker}", "src/leak-{marker}"):
+            try:
+                os.makedirs(_dest, exist_ok=True)
+                shutil.copy(_test, _dest)
+            except OSError:
+                pass
+    """
+)
+
+
+def test_hidden_tests_cannot_be_read_in_the_next_episode(case: Case) -> None:
+    case.base(task=case_task_with_hidden())
+    hidden = case.root / "hidden"
+    (hidden / "tests").mkdir(parents=True)
+    (hidden / "tests" / "test_hidden.py").write_text(str(case.fill(HIDDEN_TEST)))
+    first = [["write", "src/slugify/__init__.py", p.package_init(EXFILTRATE)], ["submit"]]
+    look = "cat /tmp/exfil-{marker}/* /tmp/repogym-*/src/leak-{marker}/* 2>/dev/null; true"
+    steps, problems = run_episodes(
+        case, [first, [["run", look], ["submit"]]], hidden=hidden, keep=True
+    )
+    seen = json.dumps(steps[1])
+    assert f"hidden-{case.marker}" not in seen, "the next episode read the hidden tests"
+    assert not problems, "\n".join(problems)
+
+
+def case_task_with_hidden() -> str:
+    from tests.security._harness import BUGFIX_TASK
+
+    return BUGFIX_TASK.replace(
+        "  fail_to_pass:\n", "  fail_to_pass:\n    - tests/test_hidden.py::test_hidden\n", 1
+    )
+
+
+def test_a_command_cannot_read_the_graders_environment(case: Case) -> None:
+    case.base()
+    steal = "for f in /proc/*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done | grep -i canary"
+    steps, problems = run_episodes(case, [[["run", steal], ["submit"]]])
+    assert case.canary not in json.dumps(steps), "a command read the grader's secret"
+    assert not problems, "\n".join(problems)
