@@ -127,11 +127,15 @@ class Store:
                     self._reader = None
             raise WorkspaceError(f"cannot read blob {sha} of the snapshot: git cat-file failed")
 
-    def close(self) -> None:
+    def close_reader(self) -> None:
+        """Stop the blob reader's process; a later read starts another."""
         with self._lock:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+
+    def close(self) -> None:
+        self.close_reader()
         shutil.rmtree(self.holder, ignore_errors=True)
 
 

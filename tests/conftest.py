@@ -88,6 +88,20 @@ def repo(tmp_path: Path) -> Repo:
 
 
 @pytest.fixture(autouse=True)
+def _sandbox_where_attacked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox user (root only) for the attacks of tests/security and the tests
+    marked ``sandbox``; elsewhere commands run as the test process's user, so that the
+    tests can watch them through files under their own 0700 temporary directories."""
+    attacked = "security" in request.node.path.parts or request.node.get_closest_marker("sandbox")
+    if attacked:
+        monkeypatch.delenv("REPOGYM_SANDBOX", raising=False)
+    else:
+        monkeypatch.setenv("REPOGYM_SANDBOX", "off")
+
+
+@pytest.fixture(autouse=True)
 def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
     # The machine's own git config must not change what the tests see.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)

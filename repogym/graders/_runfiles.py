@@ -10,8 +10,12 @@ never written, and a ``kill -9`` of the grader loses nothing. What is the base's
   submission added is removed, one it changed is the base's again (:data:`RUNNER_FILES`);
   of ``pyproject.toml`` only the ``[tool.pytest...]`` tables, of ``package.json`` only the
   keys that configure jest and mocha;
-- modules at the top of the tree that shadow the runner or the standard library
-  (``pytest.py``, ``cmd.py``): ``python -m pytest`` puts the tree first on ``sys.path``.
+- modules at the top of the tree (or of ``src/``, or of the base's pytest ``pythonpath``)
+  that the submission added and that shadow the runner or the standard library
+  (``pytest.py``, ``cmd.py``), and package metadata there (``*.dist-info``), whose entry
+  points would load as plugins: ``python -m pytest`` puts the tree first on ``sys.path``;
+- Python test modules the submission added outside the directories of the task's test
+  files: the runner would import them, and a module can patch the runner on import.
 
 Dependency directories that an earlier step installed and git ignores (``node_modules``,
 a ``.venv``) are linked into the copy, not copied: they are the environment, not the
@@ -125,8 +129,22 @@ def _guarded(
     if config.restore:
         paths |= set(compile_globs(config.restore).match_files(sorted(everything)))
     roots = ["", *(f"{d}/" for d in _pythonpath_dirs(workspace, base))]
-    paths |= {p for p in run.keys() - base.keys() if _shadows(p, roots)}
+    added = run.keys() - base.keys()
+    paths |= {p for p in added if _shadows(p, roots)}
+    test_dirs = {str(PurePosixPath(f).parent) for f in config.test_files()}
+    paths |= {p for p in added if _stray_test_module(p, test_dirs)}
     return paths
+
+
+def _stray_test_module(path: str, test_dirs: set[str]) -> bool:
+    """Whether ``path`` is a Python test module (``test_*.py``, ``*_test.py``) outside
+    the directories of the task's test files: the runner would collect and import it,
+    and what it does on import (patch the runner) the task never asked for."""
+    name = PurePosixPath(path).name
+    if not name.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+        return False
+    parents = {str(p) for p in PurePosixPath(path).parents}
+    return not test_dirs & parents
 
 
 def _shadows(path: str, roots: list[str]) -> bool:
@@ -134,6 +152,9 @@ def _shadows(path: str, roots: list[str]) -> bool:
     shadows one the runner imports or one of the standard library."""
     for root in roots:
         rest = path[len(root) :] if path.startswith(root) else ""
+        top = rest.split("/", 1)[0]
+        if "/" in rest and top.endswith((".dist-info", ".egg-info")):
+            return True  # its entry points would register pytest plugins (pytest11)
         name = rest.removesuffix("/__init__.py") if rest.endswith("/__init__.py") else rest
         if "/" in name or (not name.endswith(".py") and not rest.endswith("/__init__.py")):
             continue

@@ -107,8 +107,11 @@ class CompositeGrader:
 
     def grade_result(self, workspace: Workspace) -> GradeResult:
         """Grade ``workspace`` with every grader and fold the components."""
-        workspace.snapshot()
-        components = [self._finish(grader, _run(grader, workspace)) for grader in self.graders]
+        snapshot = workspace.snapshot()
+        try:
+            components = [self._finish(grader, _run(grader, workspace)) for grader in self.graders]
+        finally:
+            snapshot.store.close_reader()
         objectives = [c for c in components if c.role is Role.OBJECTIVE]
         gates_ok = all(c.passed for c in components if c.role is Role.GATE)
         total_weight = sum(c.weight for c in objectives)

@@ -75,8 +75,13 @@ def test_commands_run_as_an_unprivileged_uid_of_their_own(shared: Path) -> None:
 
 
 @root_only
-def test_off_by_default_until_the_graders_hand_their_trees_over(tmp_path: Path) -> None:
-    assert Runner().run("id -u", tmp_path, timeout=30).stdout == "0\n"
+@root_only
+def test_on_by_default_and_off_only_when_the_grader_says_so(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert Runner().run("id -u", shared, timeout=30).stdout != "0\n"
+    monkeypatch.setenv("REPOGYM_SANDBOX", "off")
+    assert Runner().run("id -u", shared, timeout=30).stdout == "0\n"
 
 
 @root_only
