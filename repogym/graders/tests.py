@@ -40,6 +40,10 @@ _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
 # A regression test that the submission makes skip is not kept (issue 9): anything but a
 # pass breaks it, as for a target.
 _BROKEN_P2P = _FAILING_F2P
+_FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+# The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
+# a test failed. A report without any failure from such a run is not this run's report.
+TESTS_FAILED = 1
 MAX_NAMED = 20  # failing ids named in messages; the rest are counted
 MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
@@ -138,6 +142,8 @@ def _score(
         score = 1.0
     if broken:
         score = 0.0 if config.require_all_pass_to_pass else score * (1 - len(broken) / len(p2p))
+    if problem is None:
+        problem = _tampered(run, results)
     if problem is not None:
         score = 0.0
     hidden_ids = sorted(i for i in (*f2p, *p2p) if i.split("::", 1)[0] in hidden)
@@ -147,7 +153,7 @@ def _score(
         "hidden": hidden_ids,
         "flaky": sorted(i for i in (*f2p, *p2p) if i in results and results[i].flaky),
         "restored": restored,
-        "reports_tests": len(results),
+        "reports_tests": sum(r.outcome is not Outcome.MISSING for r in results.values()),
     }
     if run is not None:
         details["command"] = {
@@ -158,8 +164,7 @@ def _score(
             "output_tail": run.tail(40),
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
-    # Ids of the report that may be shown: not those of hidden tests.
-    shown = [i for i in results if i.split("::", 1)[0] not in hidden]
+    shown = _shown(results, hidden)
     messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
     messages += _missing_hints(f2p, p2p, results, shown, hidden, run)
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
@@ -178,6 +183,30 @@ def _score(
 def _outcome(results: dict[str, TestResult], test_id: str) -> Outcome:
     found = results.get(test_id)
     return found.outcome if found else Outcome.MISSING
+
+
+def _tampered(run: CommandResult | None, results: dict[str, TestResult]) -> str | None:
+    """Why the report cannot be this run's, if it cannot: the runner said that tests
+    failed, and the report has no failure (issue 9). A coverage threshold that fails
+    (pytest-cov, jest) exits with the same code: it belongs outside the test command."""
+    if run is None or run.exit_code != TESTS_FAILED or not results:
+        return None
+    if any(r.outcome in _FAILURES for r in results.values()):
+        return None
+    return (
+        f"the test command exited with code {run.exit_code} (tests failed) but the report "
+        "has no failure: the report was altered, or it is not this run's"
+    )
+
+
+def _shown(results: dict[str, TestResult], hidden: set[str]) -> list[str]:
+    """The ids of the report that messages may name: not those of hidden tests. An id
+    that was not counted is no id of the report."""
+    return [
+        i
+        for i, result in results.items()
+        if result.outcome is not Outcome.MISSING and i.split("::", 1)[0] not in hidden
+    ]
 
 
 def _messages(
@@ -204,7 +233,7 @@ def _messages(
         messages += _name_ids("pass_to_pass", broken, p2p, results, hidden)
     if run is not None:
         all_passed = bool(results) and all(r.outcome is Outcome.PASSED for r in results.values())
-        any_failed = any(r.outcome in (Outcome.FAILED, Outcome.ERROR) for r in results.values())
+        any_failed = any(r.outcome in _FAILURES for r in results.values())
         if run.exit_code not in (0, None) and all_passed:
             messages.append(
                 f"warning: the test command exited with code {run.exit_code} although every "
@@ -235,7 +264,7 @@ def _missing_hints(
         for test_id in [
             i
             for i, o in outcomes.items()
-            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden
+            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden and i not in results
         ][:MAX_NAMED]
     ]
     if not missing:
@@ -249,10 +278,16 @@ def _missing_hints(
         close = closest(test_id)
         if close is not None:
             hints.append(_closest_hint(test_id, close))
+    # What else failed, and a file skipped as a whole: it takes its tests with it.
     others = [
         i
         for i in shown
-        if i not in f2p and i not in p2p and results[i].outcome in (Outcome.FAILED, Outcome.ERROR)
+        if i not in f2p
+        and i not in p2p
+        and (
+            results[i].outcome in _FAILURES
+            or (results[i].outcome is Outcome.SKIPPED and file_of(i) == i)
+        )
     ]
     others.sort(key=lambda i: file_of(i) != i)  # stable: files that did not load first
     for test_id in others[:3]:
