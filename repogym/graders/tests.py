@@ -44,6 +44,9 @@ _FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
 # The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
 # a test failed. A report without any failure from such a run is not this run's report.
 TESTS_FAILED = 1
+# What reports show in place of the output when hidden tests ran: it would show their
+# names and code (issue 9).
+OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
 MAX_NAMED = 20  # failing ids named in messages; the rest are counted
 MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
@@ -161,11 +164,13 @@ def _score(
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration": round(run.duration, 3),
-            "output_tail": run.tail(40),
+            "output_tail": OUTPUT_NOT_SHOWN if hidden else run.tail(40),
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
     shown = _shown(results, hidden)
-    messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
+    messages = _messages(
+        f2p, p2p, failing, broken, results, set(hidden_ids), problem, run, hidden_ran=bool(hidden)
+    )
     messages += _missing_hints(f2p, p2p, results, shown, hidden, run)
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
     found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
@@ -200,12 +205,15 @@ def _tampered(run: CommandResult | None, results: dict[str, TestResult]) -> str 
 
 
 def _shown(results: dict[str, TestResult], hidden: set[str]) -> list[str]:
-    """The ids of the report that messages may name: not those of hidden tests. An id
-    that was not counted is no id of the report."""
+    """The ids of the report that messages may name: not those of hidden tests, nor,
+    when hidden tests ran, an id that names no file (Node 20, Go): it may be one of
+    theirs. An id that was not counted is no id of the report."""
     return [
         i
         for i, result in results.items()
-        if result.outcome is not Outcome.MISSING and i.split("::", 1)[0] not in hidden
+        if result.outcome is not Outcome.MISSING
+        and i.split("::", 1)[0] not in hidden
+        and (not hidden or file_of(i) is not None)
     ]
 
 
@@ -218,12 +226,14 @@ def _messages(
     hidden: set[str],
     problem: str | None,
     run: CommandResult | None,
+    *,
+    hidden_ran: bool,
 ) -> list[str]:
     messages = []
     if problem is not None:
         messages.append(f"score 0: {problem}")
         if run is not None and run.tail():
-            messages.append("output tail:\n" + run.tail())
+            messages.append(OUTPUT_NOT_SHOWN if hidden_ran else "output tail:\n" + run.tail())
         return messages
     if f2p:
         messages.append(f"fail_to_pass: {len(f2p) - len(failing)} of {len(f2p)} passed")
@@ -291,7 +301,8 @@ def _missing_hints(
     ]
     others.sort(key=lambda i: file_of(i) != i)  # stable: files that did not load first
     for test_id in others[:3]:
-        hints.append(_also_failed(test_id, results[test_id], run))
+        # The cause of a file that did not load is output: not when hidden tests ran.
+        hints.append(_also_failed(test_id, results[test_id], None if hidden else run))
     if not results:
         hints.append("the report has no testcase at all")
     return hints
