@@ -22,8 +22,11 @@ module file exists in the tree (directories may contain dots); with neither, the
 ``classname::name`` unchanged.
 
 :func:`collect` folds the testcases of one report into one result per id: a rerun is a
-new attempt and the last attempt decides, a teardown error pytest writes apart from the
-call's failure joins that failure's attempt.
+new attempt, a teardown error pytest writes apart from the call's failure joins that
+failure's attempt. The report comes from the code being graded, so records that
+contradict each other do not add up to a pass (issue 9): a pass counts after failures
+only (a rerun), otherwise the worst attempt decides; and a file the report has as skipped
+or not collected as a whole has no test of its own in the report (docs/test-ids.md).
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ _SEVERITY = {
     Outcome.ERROR: 3,
 }
 _BROKEN = frozenset({Outcome.FAILED, Outcome.ERROR})
+# A record of a whole file with one of these outcomes says that none of its tests ran: the
+# module was skipped (pytest's `allow_module_level`, unittest's SkipTest at import) or could
+# not be collected. Node's "test failed" for a file (FAILED) may follow tests that ran.
+_FILE_NOT_RUN = {Outcome.SKIPPED: "skipped", Outcome.ERROR: "not collected"}
+# How the message of a record that does not count starts (its outcome is MISSING).
+NOT_COUNTED = "not counted: "
 
 # pytest writes a teardown error as a testcase of its own after the call's failure.
 _TEARDOWN = re.compile(r"failed on teardown with ")
@@ -57,9 +66,10 @@ _SUBTEST = re.compile(r"([A-Za-z_]\w*) [\[(].*")
 # such names are looked for in the tree's modules (a Go, mocha or jest name is not).
 _PYTHON_NAME = re.compile(r"[A-Za-z_]\w*(\[.*\])?", re.DOTALL)
 _DRIVE = re.compile(r"[A-Za-z]:/")
-# unittest's stand-in for a test module that failed to import; xmlrunner gives it the file
-# of unittest's own loader, and the module's dotted name after this prefix.
-_FAILED_IMPORT = "unittest.loader._FailedTest."
+# unittest's stand-ins for a test module that failed to import, or that raised SkipTest
+# when imported; xmlrunner gives them the file of unittest's own loader, and the module's
+# dotted name after the prefix.
+_MODULE_STAND_INS = ("unittest.loader._FailedTest.", "unittest.loader.ModuleSkipped.")
 # An id's first part names a file when it ends like a test file does; Go packages, Java
 # classes, Rust binaries, describe blocks and test names do not. A file so named is
 # protected and put back before the run, so the list errs on the side of more.
@@ -143,7 +153,31 @@ def collect(
             attempts[-1].add(case)
         else:
             attempts.append(_Attempt(case))
-    return {key: _result(attempts) for key, attempts in history.items()}
+    return _without_contradictions({key: _result(attempts) for key, attempts in history.items()})
+
+
+def _without_contradictions(results: dict[str, TestResult]) -> dict[str, TestResult]:
+    """``results``, where a file that the report has as skipped or not collected as a
+    whole has no test that counts: such a test's record is not this file's (a test of
+    another module can write any ``file``, ``classname`` and ``name`` it likes, with
+    pytest's ``record_xml_attribute``), so its id is left missing and says why."""
+    not_run = {
+        key: _FILE_NOT_RUN[result.outcome]
+        for key, result in results.items()
+        if result.outcome in _FILE_NOT_RUN and file_of(key) == key
+    }
+    if not not_run:
+        return results
+    kept = {}
+    for key, result in results.items():
+        file, separator, _ = key.partition("::")
+        if separator and file in not_run:
+            reason = f"{NOT_COUNTED}the report has its file {file} as {not_run[file]} as a whole"
+            result = TestResult(
+                outcome=Outcome.MISSING, flaky=False, message=reason, attempts=result.attempts
+            )
+        kept[key] = result
+    return kept
 
 
 class _Attempt:
@@ -178,6 +212,15 @@ def _teardown_of(last: _Attempt, case: Case) -> bool:
 
 def _result(attempts: list[_Attempt]) -> TestResult:
     final = attempts[-1]
+    # The last attempt decides when it passed after failures or errors only: a rerun that
+    # passed (gotestsum, pytest-rerunfailures' bare testcases, Node 20's shared names).
+    # Otherwise the worst attempt does, the last of its kind: nothing reruns a skipped test,
+    # so a pass after a skip is a second record contradicting it (issue 9), and a skip does
+    # not take back a failure.
+    decided = final
+    if final.outcome is not Outcome.PASSED or any(a.outcome is Outcome.SKIPPED for a in attempts):
+        worst = max(_SEVERITY[a.outcome] for a in attempts)
+        decided = next(a for a in reversed(attempts) if _SEVERITY[a.outcome] == worst)
     # Flaky needs a failure on record: a pass after a failed or errored attempt, or
     # `flakyFailure` children on a pass (Surefire and nextest write them when a rerun
     # passed, `rerunFailure` when every run failed). Testcases that all passed are not
@@ -190,11 +233,11 @@ def _result(attempts: list[_Attempt]) -> TestResult:
         flaky = flaky or (broken and attempt.outcome is Outcome.PASSED)
         broken = broken or attempt.outcome in _BROKEN
     return TestResult(
-        outcome=final.outcome,
+        outcome=decided.outcome,
         flaky=flaky,
-        message=final.message,
+        message=decided.message,
         attempts=len(attempts),
-        line=_reported_line(final.line),
+        line=_reported_line(decided.line),
     )
 
 
@@ -272,12 +315,14 @@ class _Namer:
     # Python: pytest and unittest
 
     def _failed_import(self, case: Case) -> str | None:
-        """The module file of unittest's record of a module that failed to import, named
-        as pytest names its collection error: ``tests/test_x.py``; None for other cases."""
+        """The module file of unittest's record of a module that failed to import or was
+        skipped when imported, named as pytest names such a module: ``tests/test_x.py``;
+        None for other cases."""
         dotted = f"{case.classname}.{case.name}" if case.classname else case.name
-        if not dotted.startswith(_FAILED_IMPORT):
+        prefix = next((p for p in _MODULE_STAND_INS if dotted.startswith(p)), None)
+        if prefix is None:
             return None
-        module = dotted[len(_FAILED_IMPORT) :]
+        module = dotted[len(prefix) :]
         resolved = self._module(module)
         if resolved is not None and not resolved[1]:
             return resolved[0]
@@ -298,11 +343,11 @@ class _Namer:
         if fixture:
             return self._python_dotted(fixture[2], fixture[1]), False
         if not case.classname:
-            if case.outcome is not Outcome.ERROR:
+            if case.outcome not in _FILE_NOT_RUN:
                 return None
             resolved = self._module(case.name)
             if resolved is not None and not resolved[1]:
-                return resolved[0], False  # pytest could not collect the module
+                return resolved[0], False  # pytest could not collect, or skipped, the module
             return None
         name, part = _subtest_parent(case.name)
         known = self._python_known.get((case.classname, name))

@@ -105,6 +105,39 @@ def test_a_module_that_failed_to_collect_is_its_file() -> None:
     assert id_of(case("tests.test_x", outcome=E), "tests/test_x.py") == "tests/test_x.py"
 
 
+def test_a_module_skipped_as_a_whole_is_its_file() -> None:
+    # pytest.skip(allow_module_level=True): as a collection error, with a skip.
+    skipped = case("tests.test_x", file="tests/test_x.py", outcome=S)
+    assert id_of(skipped) == "tests/test_x.py"
+    assert id_of(case("tests.test_x", outcome=S), "tests/test_x.py") == "tests/test_x.py"
+    # A passing testcase of that form is no module's record (issue 9).
+    assert id_of(case("tests.test_x"), "tests/test_x.py") == "tests.test_x"
+
+
+def test_a_file_skipped_or_not_collected_has_no_test_that_counts(tmp_path: Path) -> None:
+    # A test of another module wrote a pass under an id of the file that did not run
+    # (pytest's record_xml_attribute): that pass is not counted (issue 9).
+    forged = case("test_a", "tests.test_x", file="tests/test_x.py")
+    other = case("test_b", "tests.test_y", file="tests/test_y.py")
+    for outcome, said in ((S, "skipped"), (E, "not collected")):
+        whole = case("tests.test_x", file="tests/test_x.py", outcome=outcome, message="m")
+        results = collect([whole, forged, other], tree=tmp_path)
+        assert results["tests/test_x.py::test_a"] == TestResult(
+            outcome=Outcome.MISSING,
+            flaky=False,
+            message=f"not counted: the report has its file tests/test_x.py as {said} as a whole",
+            attempts=1,
+        )
+        assert outcomes(results) == {
+            "tests/test_x.py": outcome,
+            "tests/test_x.py::test_a": Outcome.MISSING,
+            "tests/test_y.py::test_b": P,
+        }
+    # Node's "test failed" for a file may come after its tests ran: they keep their outcome.
+    node = [case("/t/test/a.test.js", "test", outcome=F), case("t", "test", file="test/a.test.js")]
+    assert outcomes(collect(node, tree=Path("/t"))) == {"test/a.test.js": F, "test/a.test.js::t": P}
+
+
 def test_xunit2_resolves_the_module_against_the_tree() -> None:
     one = case("test_m[1.5]", "tests.sub.pkg.test_d.TestA")
     assert id_of(one, "tests/sub.pkg/test_d.py") == "tests/sub.pkg/test_d.py::TestA::test_m[1.5]"
@@ -210,6 +243,9 @@ def test_a_module_unittest_could_not_import_is_its_file() -> None:
     assert id_of(with_t) == "tests.test_bad"  # not a module of this tree: its dotted name
     bare = case("test_bad", "unittest.loader._FailedTest", file=loader, outcome=E)
     assert id_of(bare, "test_bad.py") == "test_bad.py"
+    # A module that raised SkipTest when imported: unittest's ModuleSkipped.
+    skipped = case("test_skip", "unittest.loader.ModuleSkipped.tests", file=loader, outcome=S)
+    assert id_of(skipped, "tests/test_skip.py") == "tests/test_skip.py"
 
 
 # JavaScript -----------------------------------------------------------------------------
@@ -343,6 +379,11 @@ ATTEMPTS = {
     "a setup error, then a pass": ([run(E, SETUP), run(P)], (P, True, "", 2)),
     "skipped": ([run(S, "why")], (S, False, "why", 1)),
     "flakyFailure children on a pass": ([run(P, flaky=True)], (P, True, "", 1)),
+    # Nothing reruns a skipped test: records that disagree otherwise give the worst (issue 9).
+    "a pass after a skip does not count": ([run(S, "why"), run(P)], (S, False, "why", 2)),
+    "a skip after a pass": ([run(P), run(S, "why")], (S, False, "why", 2)),
+    "a skip does not take back a failure": ([run(F, "x"), run(S, "why")], (F, False, "x", 2)),
+    "a skip, a failure, a pass": ([run(S), run(F, "x"), run(P)], (F, True, "x", 3)),
     "rerunFailure children on a failure": ([run(F, "x", flaky=True)], (F, False, "x", 1)),
 }
 

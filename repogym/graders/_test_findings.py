@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from repogym._testids import TestResult
+from repogym._testids import NOT_COUNTED, TestResult
 from repogym.errors import WorkspaceError
 from repogym.junit import Outcome
 from repogym.models import Finding, capped_findings
@@ -83,8 +83,12 @@ def _finding(
     line = None
     if path is not None and result is not None and result.line is not None:
         line = _definition_line(workspace, path, test_id, result.line, sources)
-    message = f"{shown_path(test_id)} {_WHAT.get(outcome, outcome.value)}"
+    what = _WHAT.get(outcome, outcome.value)
     detail = _first_line(result.message) if result is not None else ""
+    if outcome is Outcome.MISSING and detail.startswith(NOT_COUNTED):
+        # In the report, but its record contradicts the report (repogym._testids).
+        what, detail = "is not counted", detail.removeprefix(NOT_COUNTED)
+    message = f"{shown_path(test_id)} {what}"
     if detail:
         message += f": {detail}"
     return Finding(title=kind, path=path, line=line, message=message)

@@ -37,7 +37,16 @@ from repogym.task import TestsConfig
 from repogym.workspace import Workspace, files_under
 
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
-_BROKEN_P2P = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.MISSING})
+# A regression test that the submission makes skip is not kept (issue 9): anything but a
+# pass breaks it, as for a target.
+_BROKEN_P2P = _FAILING_F2P
+_FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+# The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
+# a test failed. A report without any failure from such a run is not this run's report.
+TESTS_FAILED = 1
+# What reports show in place of the output when hidden tests ran: it would show their
+# names and code (issue 9).
+OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
 MAX_NAMED = 20  # failing ids named in messages; the rest are counted
 MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
@@ -140,6 +149,8 @@ def _score(
         score = 1.0
     if broken:
         score = 0.0 if config.require_all_pass_to_pass else score * (1 - len(broken) / len(p2p))
+    if problem is None:
+        problem = _tampered(run, results)
     if problem is not None:
         score = 0.0
     hidden_ids = sorted(i for i in (*f2p, *p2p) if i.split("::", 1)[0] in hidden)
@@ -149,7 +160,7 @@ def _score(
         "hidden": hidden_ids,
         "flaky": sorted(i for i in (*f2p, *p2p) if i in results and results[i].flaky),
         "restored": restored,
-        "reports_tests": len(results),
+        "reports_tests": sum(r.outcome is not Outcome.MISSING for r in results.values()),
     }
     if run is not None:
         details["command"] = {
@@ -157,12 +168,13 @@ def _score(
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration": round(run.duration, 3),
-            "output_tail": run.tail(40),
+            "output_tail": OUTPUT_NOT_SHOWN if hidden else run.tail(40),
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
-    # Ids of the report that may be shown: not those of hidden tests.
-    shown = [i for i in results if i.split("::", 1)[0] not in hidden]
-    messages = _messages(f2p, p2p, failing, broken, results, set(hidden_ids), problem, run)
+    shown = _shown(results, hidden)
+    messages = _messages(
+        f2p, p2p, failing, broken, results, set(hidden_ids), problem, run, hidden_ran=bool(hidden)
+    )
     messages += _missing_hints(f2p, p2p, results, shown, hidden, run)
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
     found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
@@ -182,6 +194,33 @@ def _outcome(results: dict[str, TestResult], test_id: str) -> Outcome:
     return found.outcome if found else Outcome.MISSING
 
 
+def _tampered(run: CommandResult | None, results: dict[str, TestResult]) -> str | None:
+    """Why the report cannot be this run's, if it cannot: the runner said that tests
+    failed, and the report has no failure (issue 9). A coverage threshold that fails
+    (pytest-cov, jest) exits with the same code: it belongs outside the test command."""
+    if run is None or run.exit_code != TESTS_FAILED or not results:
+        return None
+    if any(r.outcome in _FAILURES for r in results.values()):
+        return None
+    return (
+        f"the test command exited with code {run.exit_code} (tests failed) but the report "
+        "has no failure: the report was altered, or it is not this run's"
+    )
+
+
+def _shown(results: dict[str, TestResult], hidden: set[str]) -> list[str]:
+    """The ids of the report that messages may name: not those of hidden tests, nor,
+    when hidden tests ran, an id that names no file (Node 20, Go): it may be one of
+    theirs. An id that was not counted is no id of the report."""
+    return [
+        i
+        for i, result in results.items()
+        if result.outcome is not Outcome.MISSING
+        and i.split("::", 1)[0] not in hidden
+        and (not hidden or file_of(i) is not None)
+    ]
+
+
 def _messages(
     f2p: dict[str, Outcome],
     p2p: dict[str, Outcome],
@@ -191,12 +230,14 @@ def _messages(
     hidden: set[str],
     problem: str | None,
     run: CommandResult | None,
+    *,
+    hidden_ran: bool,
 ) -> list[str]:
     messages = []
     if problem is not None:
         messages.append(f"score 0: {problem}")
         if run is not None and run.tail():
-            messages.append("output tail:\n" + run.tail())
+            messages.append(OUTPUT_NOT_SHOWN if hidden_ran else "output tail:\n" + run.tail())
         return messages
     if f2p:
         messages.append(f"fail_to_pass: {len(f2p) - len(failing)} of {len(f2p)} passed")
@@ -206,7 +247,7 @@ def _messages(
         messages += _name_ids("pass_to_pass", broken, p2p, results, hidden)
     if run is not None:
         all_passed = bool(results) and all(r.outcome is Outcome.PASSED for r in results.values())
-        any_failed = any(r.outcome in (Outcome.FAILED, Outcome.ERROR) for r in results.values())
+        any_failed = any(r.outcome in _FAILURES for r in results.values())
         if run.exit_code not in (0, None) and all_passed:
             messages.append(
                 f"warning: the test command exited with code {run.exit_code} although every "
@@ -237,7 +278,7 @@ def _missing_hints(
         for test_id in [
             i
             for i, o in outcomes.items()
-            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden
+            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden and i not in results
         ][:MAX_NAMED]
     ]
     if not missing:
@@ -251,14 +292,21 @@ def _missing_hints(
         close = closest(test_id)
         if close is not None:
             hints.append(_closest_hint(test_id, close))
+    # What else failed, and a file skipped as a whole: it takes its tests with it.
     others = [
         i
         for i in shown
-        if i not in f2p and i not in p2p and results[i].outcome in (Outcome.FAILED, Outcome.ERROR)
+        if i not in f2p
+        and i not in p2p
+        and (
+            results[i].outcome in _FAILURES
+            or (results[i].outcome is Outcome.SKIPPED and file_of(i) == i)
+        )
     ]
     others.sort(key=lambda i: file_of(i) != i)  # stable: files that did not load first
     for test_id in others[:3]:
-        hints.append(_also_failed(test_id, results[test_id], run))
+        # The cause of a file that did not load is output: not when hidden tests ran.
+        hints.append(_also_failed(test_id, results[test_id], None if hidden else run))
     if not results:
         hints.append("the report has no testcase at all")
     return hints

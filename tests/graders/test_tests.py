@@ -305,7 +305,7 @@ def test_fail_to_pass_needs_a_real_pass() -> None:
 
 def test_broken_pass_to_pass_scales_the_score() -> None:
     c = table({"a.py::1": P}, {"b.py::1": P, "b.py::2": F, "b.py::3": M, "b.py::4": S})
-    assert c.score == pytest.approx(0.5)  # 2 of 4 broken; skipped is not broken
+    assert c.score == pytest.approx(0.25)  # 3 of 4 broken: a skip is not kept (issue 9)
     assert c.passed is False
 
 
@@ -318,8 +318,9 @@ def test_regression_only_is_a_gate() -> None:
     lines = "version: 1\ntype: refactor\ntests:\n  command: x {junit}\n  pass_to_pass: [b.py::1]\n"
     task = parse_task(lines + "constraints: {max_function_length: 9}\n")
     assert task.tests_role is Role.GATE
-    assert table({}, {"b.py::1": P, "b.py::2": S}).score == 1.0
+    assert table({}, {"b.py::1": P, "b.py::2": P}).score == 1.0
     assert table({}, {"b.py::1": P, "b.py::2": F}).score == 0.5
+    assert table({}, {"b.py::1": P, "b.py::2": S}).score == 0.5  # skipped is broken (issue 9)
 
 
 # -- the spec's example, verbatim ("Writing a grader") ------------------------------------
