@@ -104,7 +104,22 @@ ATTACKS = {
 }
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+# Code under test runs in the test process: a package that rewrites the tests that
+# import it, before they run, makes the runner's report and exit status agree on a pass.
+# No grader can catch that (docs/security.md, "What no grader can promise"); this case
+# stays here to show the limit, and turns into a failure if it is ever caught.
+_UNCATCHABLE = pytest.mark.xfail(
+    strict=True, reason="same-process code can rewrite its tests (docs/security.md)"
+)
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        pytest.param(a, marks=_UNCATCHABLE) if a == "strip_assertions" else a
+        for a in sorted(ATTACKS)
+    ],
+)
 def test_results_cannot_be_forged_from_the_test_process(case: Case, attack: str) -> None:
     case.base(task=LOOSE_TASK)
     case.submit(ATTACKS[attack])
