@@ -16,7 +16,6 @@ import io
 import os
 import posixpath
 import re
-import stat
 import tokenize
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -201,13 +200,11 @@ def _symlinks(workspace: Workspace, protection: _Protection) -> Iterator[Violati
     into its ``.git``) or at a protected file. Only link targets are read, never files
     through them."""
     for path, change in workspace.diff_stats().items():
-        link = workspace.root / path
-        try:
-            if change.status == "D" or not stat.S_ISLNK(os.lstat(link).st_mode):
-                continue
-            target = str(link.readlink())
-        except OSError:  # gone since the diff was read
+        # The link as the snapshot holds it: what the commands will run with.
+        entry = workspace.entry(path)
+        if change.status == "D" or entry is None or entry.mode != "120000":
             continue
+        target = os.fsdecode(workspace.snapshot().store.read_blob(entry.sha))
         problem = _link_problem(workspace, protection, path, target)
         if problem is not None:
             yield {

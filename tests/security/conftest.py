@@ -3,14 +3,33 @@ case for the attacks that poison it), and a :class:`Case` per test."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from repogym.runner import Runner
 from tests.security._harness import Case, make_grader_venv
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sandbox_can_run_python() -> None:
+    """As root the attacks run as the sandbox user, which must reach this Python: a
+    pyenv under a 0700 /root cannot be run by it (.ci/run opens the way with o+x)."""
+    if os.geteuid() != 0:
+        return
+    run = Runner().run(f"{shlex.quote(sys.executable)} -c pass", Path("/"), timeout=60)
+    if not run.ok:
+        pytest.fail(
+            f"the sandbox user cannot run {sys.executable} ({run.tail(1)}): let others "
+            "through its directories (chmod o+x on each, as .ci/run does)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")
