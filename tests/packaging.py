@@ -7,6 +7,7 @@ per test session (the ``installed_wheel`` fixture) for every test that needs it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,10 @@ class InstalledWheel:
         from ``cwd``: pick a directory outside the source tree, so that nothing is
         imported from it."""
         env = {"PATH": f"{self.venv / 'bin'}:/usr/bin:/bin", "HOME": str(cwd)}
+        # As the test itself runs: the venv is under pytest's 0700 temporary directory,
+        # out of the sandbox user's reach (tests/conftest.py).
+        if "REPOGYM_SANDBOX" in os.environ:
+            env["REPOGYM_SANDBOX"] = os.environ["REPOGYM_SANDBOX"]
         return subprocess.run(
             list(args), cwd=cwd, env=env, capture_output=True, text=True, check=False
         )
