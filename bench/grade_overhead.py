@@ -113,6 +113,7 @@ def time_grade(repo: Path, pythonpath: Path) -> float:
 def large(rounds: int, files: int, ignored: int, revision: str) -> float:
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as holder:
         root = Path(holder)
+        root.chmod(0o755)  # a checkout others can read, as CI's and the Action's are
         repo = large_repository(root, files, ignored)
         sides = {"now": ROOT, "before": export_before(root, revision)}
         best = dict.fromkeys(sides, float("inf"))

@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import itertools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -182,21 +183,24 @@ class Snapshot:
     """The submission's files (tracked, and untracked ones that are not ignored), read
     once from the work tree of ``repo`` into a tree of a private store."""
 
-    def __init__(self, store: Store, entries: Mapping[str, Entry], tree: str) -> None:
+    def __init__(
+        self, store: Store, entries: Mapping[str, Entry], tree: str, size: int = 0
+    ) -> None:
         self.store = store
         self.entries = dict(entries)
         self.tree = tree
+        self.size = size  # bytes of its files, about: what a copy takes
 
     @classmethod
     def take(cls, repo: Path) -> Snapshot:
         store = Store(repo)
         try:
-            entries = _read_work_tree(repo, store)
+            entries, size = _read_work_tree(repo, store)
             tree = write_tree(store, entries)
         except BaseException:
             store.close()
             raise
-        return cls(store, entries, tree)
+        return cls(store, entries, tree, size)
 
     def files(self) -> tuple[str, ...]:
         return tuple(sorted(self.entries))
@@ -269,17 +273,19 @@ def inside(directory: str, target: str) -> str | None:
     return "/".join(parts) if parts else None
 
 
-def _read_work_tree(repo: Path, store: Store) -> dict[str, Entry]:
+def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
     """Every file git lists in the work tree, as an entry whose blob is in ``store``.
 
     A path is taken only if it is a regular file or a symlink and no directory on the way
     to it is a symlink: the grader never reads through a link of the submission's.
     """
-    index = _index_entries(repo)
+    index, stats = _index_entries(repo)
+    racy_from = _index_mtime(repo)
     untracked = _split_z(_git.git(["ls-files", "-z", "--others", "--exclude-standard"], repo))
     real_dirs: dict[str, bool] = {"": True}
     regular: list[str] = []
     entries: dict[str, Entry] = {}
+    size = 0
     # An untracked nested repository is listed as `dir/`: its files are not the
     # submission's (they are not in any diff), so it is not taken.
     for path in sorted({*index, *(p for p in untracked if not p.endswith("/"))}):
@@ -290,19 +296,27 @@ def _read_work_tree(repo: Path, store: Store) -> dict[str, Entry]:
             entries[path] = known
             continue
         try:
-            info = os.lstat(repo / path)
+            info = os.lstat(f"{repo}/{path}")
         except OSError:
             continue  # deleted
         if stat.S_ISLNK(info.st_mode):
             target = os.fsencode((repo / path).readlink())
             entries[path] = Entry(SYMLINK, store.write_blob(target))
         elif stat.S_ISREG(info.st_mode):
+            size += info.st_size + _BLOCK
             mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
+            if (
+                known is not None
+                and known.mode == mode
+                and _unchanged(info, stats.get(path), racy_from)
+            ):
+                entries[path] = known  # as git itself trusts its index: by stat
+                continue
             entries[path] = Entry(mode, "")
             regular.append(path)
     for path, sha in zip(regular, _hash_files(repo, store, regular, index), strict=True):
         entries[path] = Entry(entries[path].mode, sha)
-    return entries
+    return entries, size
 
 
 def _hash_files(
@@ -327,15 +341,68 @@ def _hash_files(
 _NONE = Entry("", "")
 
 
-def _index_entries(repo: Path) -> dict[str, Entry]:
-    """The index's entries at stage 0 (a path in conflict has none: its file is read)."""
-    entries = {}
-    for record in _split_z(_git.git(["ls-files", "-z", "--stage"], repo)):
-        meta, _, path = record.partition("\t")
-        mode, sha, stage = meta.split()
-        if stage == "0":
-            entries[path] = Entry(mode, sha)
-    return entries
+def _index_entries(repo: Path) -> tuple[dict[str, Entry], dict[str, _Stat]]:
+    """The index's entries at stage 0 (a path in conflict has none: its file is read),
+    and what the index recorded of each file's stat when it was last hashed."""
+    entries: dict[str, Entry] = {}
+    stats: dict[str, _Stat] = {}
+    out = _git.git(["ls-files", "-z", "--stage", "--debug"], repo)
+    matches = list(_DEBUG_ENTRY.finditer(out))
+    if len(matches) != out.count(b"\0"):
+        # A form of the stat lines this reader does not know: no stat data, every
+        # file is hashed, nothing is missed.
+        for record in _split_z(_git.git(["ls-files", "-z", "--stage"], repo)):
+            fields, _, name = record.partition("\t")
+            kind, blob, number = fields.split()
+            if number == "0":
+                entries[name] = Entry(kind, blob)
+        return entries, stats
+    for match in matches:
+        mode, sha, stage, raw, seconds, nanoseconds, inode, size = match.groups()
+        if stage != b"0":
+            continue
+        path = raw.decode("utf-8", "surrogateescape")
+        entries[path] = Entry(mode.decode(), sha.decode())
+        mtime = int(seconds) * 1_000_000_000 + int(nanoseconds)
+        stats[path] = (mtime, int(size), int(inode))
+    return entries, stats
+
+
+# One entry of `git ls-files -z --stage --debug`: the entry, then five lines of stat data.
+_DEBUG_ENTRY = re.compile(
+    rb"([0-7]+) ([0-9a-f]+) ([0-3])\t([^\0]*)\0"
+    rb"  ctime: [0-9:]+\n  mtime: ([0-9]+):([0-9]+)\n  dev: [0-9]+\tino: ([0-9]+)\n"
+    rb"  uid: [0-9]+\tgid: [0-9]+\n  size: ([0-9]+)\tflags: [0-9a-f]+\n"
+)
+# (mtime in ns, size, inode) as the index keeps them: size and inode cut to 32 bits.
+_Stat = tuple[int, int, int]
+
+
+def _unchanged(info: os.stat_result, recorded: _Stat | None, racy_from: int) -> bool:
+    """Whether the index's sha still holds for a file with this stat: same mtime, size
+    and inode, and not modified in the index's own last instant (git's racy check).
+
+    The index is the submission's to write (RepoEnv's agent can): a lie only makes the
+    snapshot hold the index's blob, which is then also what the copies run."""
+    if recorded is None:
+        return False
+    mtime, size, inode = recorded
+    same = (info.st_mtime_ns, info.st_size & 0xFFFFFFFF, info.st_ino & 0xFFFFFFFF) == (
+        mtime,
+        size,
+        inode,
+    )
+    return same and mtime < racy_from
+
+
+def _index_mtime(repo: Path) -> int:
+    """The index file's mtime in ns: a file modified at or after it may have changed
+    without its stat showing it; 0 (trust nothing) when there is no index."""
+    path = repo / _git.git(["rev-parse", "--git-path", "index"], repo).decode().strip()
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _real_parents(repo: Path, path: str, real_dirs: dict[str, bool]) -> bool:
@@ -346,7 +413,7 @@ def _real_parents(repo: Path, path: str, real_dirs: dict[str, bool]) -> bool:
     ok = _real_parents(repo, parent, real_dirs)
     if ok:
         try:
-            ok = stat.S_ISDIR(os.lstat(repo / parent).st_mode)
+            ok = stat.S_ISDIR(os.lstat(f"{repo}/{parent}").st_mode)
         except OSError:
             ok = False
     real_dirs[parent] = ok
@@ -419,3 +486,26 @@ def checkout(store: Store, entries: Mapping[str, Entry], dest: Path) -> None:
 
 
 _counter = itertools.count(1)
+_BLOCK = 4096  # what a file costs a file system beyond its bytes, about
+RAM_DIR = Path("/dev/shm")
+_RAM_HEADROOM = 256 << 20  # bytes left free in it after a copy
+
+
+def copies_dir(size: int) -> str | None:
+    """Where to make a copy of about ``size`` bytes: ``REPOGYM_COPIES`` if set, else
+    ``/dev/shm`` when it is a shared-memory file system with room to spare, else the
+    temporary directory (None).
+
+    Creating files is the copy's whole cost, and on many machines (virtual disks, CI
+    runners) a file system in memory creates them ten times faster: 20,000 files take
+    0.7 s there and 8.8 s on this project's CI disk."""
+    chosen = os.environ.get("REPOGYM_COPIES")
+    if chosen:
+        return chosen
+    try:
+        info = os.statvfs(RAM_DIR)
+        usable = RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK | os.X_OK)
+    except OSError:
+        return None
+    room = info.f_bavail * info.f_frsize
+    return str(RAM_DIR) if usable and room >= 2 * size + _RAM_HEADROOM else None

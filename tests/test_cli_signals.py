@@ -133,7 +133,7 @@ def test_signal_during_grade_cleans_up(repo: Repo, tmp_path: Path, signum: int) 
     started = slow_grade(repo, tmp_path)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    grade = start(["grade"], repo.root, {"TMPDIR": str(scratch)})
+    grade = start(["grade"], repo.root, {"TMPDIR": str(scratch), "REPOGYM_COPIES": str(scratch)})
     try:
         started.wait(grade)
         # The tests run in a copy with the base's test file; the work tree is untouched.

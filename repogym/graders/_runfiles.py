@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import re
 import shutil
 import sys
@@ -329,9 +330,20 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
             continue
         if not target.parent.is_dir() or target.parent.is_symlink():
             continue
+        if not _reachable_by_others(root / path):
+            continue  # a link the sandbox user could not follow would break collection
         target.symlink_to(root / path)
         linked.append(path)
     return linked
+
+
+def _reachable_by_others(path: Path) -> bool:
+    """Whether another user can go through to ``path`` (only asked as root, where the
+    commands run as the sandbox user: every directory on the way must let others in)."""
+    if os.geteuid() != 0:
+        return True
+    real = Path(os.path.realpath(path))
+    return all(d.stat().st_mode & 0o001 for d in (real, *real.parents))
 
 
 def _remove(target: Path) -> None:

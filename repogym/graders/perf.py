@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repogym import _git
+from repogym._snapshot import copies_dir
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner
@@ -76,7 +77,8 @@ class PerfGrader(Grader):
         runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
         timings = _Timings()
         try:
-            with tempfile.TemporaryDirectory(prefix="repogym-perf-") as scratch:
+            copies = copies_dir(workspace.snapshot().size)
+            with tempfile.TemporaryDirectory(prefix="repogym-perf-", dir=copies) as scratch:
                 Path(scratch).chmod(0o711)  # the sandbox user goes through to its copy
                 candidate = workspace.copy(Path(scratch) / "candidate")
                 trees: dict[Side, Path] = {

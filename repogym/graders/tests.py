@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym._loadfailure import load_failure
+from repogym._snapshot import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings
@@ -80,7 +81,8 @@ class TestGrader(Grader):
         runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
         hidden_root = self._hidden_root(workspace, config)
         hidden_files = files_under(hidden_root) if hidden_root else []
-        with tempfile.TemporaryDirectory(prefix="repogym-tests-") as holder:
+        copies = copies_dir(workspace.snapshot().size)
+        with tempfile.TemporaryDirectory(prefix="repogym-tests-", dir=copies) as holder:
             Path(holder).chmod(0o711)  # the sandbox user goes through to its copy
             tree = Path(holder) / "tree"
             files = _runfiles.build(workspace, config, tree, (hidden_root, hidden_files))
