@@ -58,7 +58,8 @@ class Store:
 
     def __init__(self, repo: Path) -> None:
         self.repo = repo
-        self.holder = Path(tempfile.mkdtemp(prefix="repogym-snapshot-"))
+        # Its loose objects are files: in memory when there is room (see copies_dir).
+        self.holder = Path(tempfile.mkdtemp(prefix="repogym-snapshot-", dir=copies_dir(0)))
         self.git_dir = self.holder / "git"
         objects = (
             self.repo / _git.git(["rev-parse", "--git-path", "objects"], repo).decode().strip()
@@ -67,7 +68,8 @@ class Store:
         (self.git_dir / "objects" / "info").mkdir(parents=True)
         (self.git_dir / "refs").mkdir()
         (self.git_dir / "HEAD").write_text("ref: refs/heads/repogym\n")
-        config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
+        # Loose objects stored, not squeezed: the store lives for one grade.
+        config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tlooseCompression = 0\n"
         if fmt != "sha1":
             config = (
                 "[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
@@ -314,14 +316,12 @@ def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
                 continue
             entries[path] = Entry(mode, "")
             regular.append(path)
-    for path, sha in zip(regular, _hash_files(repo, store, regular, index), strict=True):
+    for path, sha in zip(regular, _hash_files(repo, store, regular), strict=True):
         entries[path] = Entry(entries[path].mode, sha)
     return entries, size
 
 
-def _hash_files(
-    repo: Path, store: Store, paths: list[str], index: Mapping[str, Entry]
-) -> list[str]:
+def _hash_files(repo: Path, store: Store, paths: list[str]) -> list[str]:
     """The blob sha of each file's bytes, no filter applied; the blobs that the
     repository does not have already are written into ``store``."""
     if not paths:
@@ -329,16 +329,9 @@ def _hash_files(
     listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
     if any("\n" in p for p in paths):  # --stdin-paths is line-based: hash those one by one
         return [store.write_blob((repo / p).read_bytes()) for p in paths]
-    args = ["hash-object", "--no-filters", "--stdin-paths"]
-    shas = store.git(args, cwd=repo, stdin=listing).decode().split()
-    new = [p for p, sha in zip(paths, shas, strict=True) if index.get(p, _NONE).sha != sha]
-    if new:
-        listing = "".join(p + "\n" for p in new).encode("utf-8", "surrogateescape")
-        store.git(["hash-object", "-w", *args[1:]], cwd=repo, stdin=listing)
-    return shas
-
-
-_NONE = Entry("", "")
+    # One pass that writes: git writes no object the repository (an alternate) has.
+    args = ["hash-object", "-w", "--no-filters", "--stdin-paths"]
+    return store.git(args, cwd=repo, stdin=listing).decode().split()
 
 
 def _index_entries(repo: Path) -> tuple[dict[str, Entry], dict[str, _Stat]]:
