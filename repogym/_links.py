@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -42,6 +43,18 @@ def resolve_in_tree(root: Path, path: str) -> str | None:
     """``path`` (relative to ``root``) with every symlink in it resolved as the kernel
     would, relative to ``root`` ("" for the root itself); None as soon as it leads
     outside ``root``, whose outside is never looked at. Raises :class:`SymlinkLoop`."""
+
+    def target(relative: str) -> str | None:
+        candidate = root / relative
+        return str(candidate.readlink()) if _is_link(candidate) else None
+
+    return resolve(path, target)
+
+
+def resolve(path: str, link_target: Callable[[str], str | None]) -> str | None:
+    """``path`` with its symlinks resolved one component at a time, ``link_target``
+    giving the target of the link at a path relative to the root (None: no link there);
+    "" for the root, None when it leads out of the root. Raises :class:`SymlinkLoop`."""
     pending = path.split("/")
     done: list[str] = []
     hops = 0
@@ -54,14 +67,13 @@ def resolve_in_tree(root: Path, path: str) -> str | None:
                 return None
             done.pop()
             continue
-        candidate = root.joinpath(*done, part)
-        if not _is_link(candidate):
+        target = link_target("/".join([*done, part]))
+        if target is None:
             done.append(part)
             continue
         hops += 1
         if hops > MAX_HOPS:
             raise SymlinkLoop(path)
-        target = str(candidate.readlink())
         if target.startswith("/"):
             return None
         pending = target.split("/") + pending

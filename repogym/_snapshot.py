@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from repogym import _git
+from repogym._links import SymlinkLoop, resolve
 from repogym.errors import WorkspaceError
 
 GITLINK = "160000"
 SYMLINK = "120000"
 _ATTRIBUTES = ".gitattributes"
-_MAX_LINKS = 40  # symlink hops followed inside the snapshot, as the kernel's ELOOP limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,33 +219,18 @@ class Snapshot:
         """The entry ``path`` leads to, symlinks (of the file or of a directory on the
         way) followed lexically inside the snapshot, at most 40 of them; None when it
         leads nowhere in it."""
-        pending = path.split("/")
-        done: list[str] = []
-        hops = 0
-        while pending:
-            part = pending.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if not done:
-                    return None
-                done.pop()
-                continue
-            current = "/".join([*done, part])
-            entry = self.entries.get(current)
+
+        def link_target(relative: str) -> str | None:
+            entry = self.entries.get(relative)
             if entry is None or entry.mode != SYMLINK:
-                if entry is not None and pending:
-                    return None  # a file used as a directory
-                done.append(part)
-                continue
-            hops += 1
-            if hops > _MAX_LINKS:
                 return None
-            target = os.fsdecode(self.store.read_blob(entry.sha))
-            if target.startswith("/"):
-                return None
-            pending = target.split("/") + pending
-        return self.entries.get("/".join(done)) if done else None
+            return os.fsdecode(self.store.read_blob(entry.sha))
+
+        try:
+            real = resolve(path, link_target)
+        except SymlinkLoop:
+            return None
+        return self.entries.get(real) if real else None
 
     def checkout(self, dest: Path, entries: Mapping[str, Entry] | None = None) -> Path:
         """Write ``entries`` (default: the snapshot's) as files into the new directory
@@ -262,17 +247,7 @@ def inside(directory: str, target: str) -> str | None:
     lexically; None when it is absolute or leaves the root."""
     if target.startswith("/"):
         return None
-    parts: list[str] = [] if directory in ("", ".") else directory.split("/")
-    for part in target.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(part)
-    return "/".join(parts) if parts else None
+    return resolve(f"{directory}/{target}", lambda _: None) or None
 
 
 def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
