@@ -43,6 +43,7 @@ else:  # pragma: no cover
 
 from repogym import _git
 from repogym._globs import compile_globs
+from repogym._sandbox import switches_user
 from repogym._snapshot import Entry, tree_entries
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace
@@ -330,7 +331,7 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
             continue
         if not target.parent.is_dir() or target.parent.is_symlink():
             continue
-        if not _reachable_by_others(root / path):
+        if switches_user() and not _reachable_by_others(root / path):
             continue  # a link the sandbox user could not follow would break collection
         target.symlink_to(root / path)
         linked.append(path)
@@ -338,10 +339,8 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
 
 
 def _reachable_by_others(path: Path) -> bool:
-    """Whether another user can go through to ``path`` (only asked as root, where the
-    commands run as the sandbox user: every directory on the way must let others in)."""
-    if os.geteuid() != 0:
-        return True
+    """Whether another user (the sandbox's) can go through to ``path``: every directory
+    on the way must let others in."""
     real = Path(os.path.realpath(path))
     return all(d.stat().st_mode & 0o001 for d in (real, *real.parents))
 

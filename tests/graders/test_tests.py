@@ -510,3 +510,59 @@ def test_a_restored_test_file_keeps_its_mode(repo: Repo) -> None:
     assert (repo.root / "t.sh").read_text().endswith("# mine\n")
     assert (repo.root / "t.sh").stat().st_mode & 0o777 == 0o644
     assert not (repo.root / "tests/link.sh").is_symlink()
+
+
+DEPENDENCY_TEST = """\
+from pathlib import Path
+
+
+def test_add():
+    # The ignored dependency directory is there in the run's copy, as a link to the
+    # work tree's (not a copy); an ignored directory of another name is not there.
+    assert Path("node_modules/dep/index.js").read_text() == "module.exports = 1\\n"
+    assert Path("node_modules").is_symlink()
+    assert not Path("build").exists()
+
+
+def test_sub():
+    pass
+"""
+
+
+def test_ignored_dependency_directories_are_linked_into_the_copy(repo: Repo) -> None:
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task_text(p2p="[tests/test_calc.py::test_sub]"),
+            ".gitignore": "node_modules/\nbuild/\n__pycache__/\n",
+            "tests/test_calc.py": DEPENDENCY_TEST,
+        },
+    )
+    repo.branch("pr")
+    repo.write({"node_modules/dep/index.js": "module.exports = 1\n", "build/out.txt": "x\n"})
+    component = grade(repo)
+    assert component.details["fail_to_pass"] == {"tests/test_calc.py::test_add": "passed"}
+    assert component.score == 1.0, component.messages
+
+
+def test_the_runner_configuration_in_the_copy_is_the_bases(project: Repo) -> None:
+    # A plugin by a new conftest deep in the tree, a pytest.ini of the submission's, a
+    # stdlib shadow on the test path, a test module far from the tests: none is run.
+    flip = "def pytest_runtest_logreport(report):\n    report.outcome = 'passed'\n"
+    project.commit(
+        "attack",
+        {
+            "src/deep/conftest.py": flip,
+            "pytest.ini": "[pytest]\npythonpath = src\naddopts = -p no:junitxml\n",
+            "src/cmd.py": "raise SystemExit('shadow imported')\n",
+            "src/test_far.py": "import sys\nsys.exit(3)\n",
+        },
+    )
+    component = grade(project)
+    assert component.details["fail_to_pass"] == {"tests/test_calc.py::test_add": "failed"}
+    assert set(component.details["restored"]) >= {
+        "pytest.ini",
+        "src/cmd.py",
+        "src/deep/conftest.py",
+        "src/test_far.py",
+    }
