@@ -17,168 +17,17 @@ attribute of the submission's converts what is checked out either.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import itertools
 import os
 import re
-import shutil
 import stat
-import subprocess
-import tempfile
-import threading
-import zlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Mapping
+from pathlib import Path
 
 from repogym import _git
 from repogym._links import SymlinkLoop, resolve
-from repogym.errors import WorkspaceError
+from repogym._store import GITLINK, SYMLINK, Entry, Store, checkout, split_z, write_tree
 
-GITLINK = "160000"
-SYMLINK = "120000"
-_ATTRIBUTES = ".gitattributes"
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One file of a tree: git's ``mode`` (100644, 100755, 120000, 160000) and blob sha."""
-
-    mode: str
-    sha: str
-
-    @property
-    def regular(self) -> bool:
-        return self.mode in ("100644", "100755")
-
-
-class Store:
-    """A private bare git directory that borrows the repository's objects read-only."""
-
-    def __init__(self, repo: Path) -> None:
-        self.repo = repo
-        # Its loose objects are files: in memory when there is room (see copies_dir).
-        self.holder = Path(tempfile.mkdtemp(prefix="repogym-snapshot-", dir=copies_dir(0)))
-        self.git_dir = self.holder / "git"
-        objects = (
-            self.repo / _git.git(["rev-parse", "--git-path", "objects"], repo).decode().strip()
-        )
-        fmt = _git.git(["rev-parse", "--show-object-format"], repo).decode().strip() or "sha1"
-        (self.git_dir / "objects" / "info").mkdir(parents=True)
-        (self.git_dir / "refs").mkdir()
-        (self.git_dir / "HEAD").write_text("ref: refs/heads/repogym\n")
-        # Loose objects stored, not squeezed: the store lives for one grade.
-        config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tlooseCompression = 0\n"
-        if fmt != "sha1":
-            config = (
-                "[core]\n\trepositoryformatversion = 1\n\tbare = true\n"
-                f"[extensions]\n\tobjectformat = {fmt}\n"
-            )
-        (self.git_dir / "config").write_text(config)
-        alternates = self.git_dir / "objects" / "info" / "alternates"
-        alternates.write_text(str(objects.resolve()) + "\n")
-        self.object_format = fmt
-        self._reader: _BlobReader | None = None
-        self._lock = threading.Lock()
-
-    def env(self, index: Path | None = None, work_tree: Path | None = None) -> dict[str, str]:
-        env = {"GIT_DIR": str(self.git_dir), "GIT_LITERAL_PATHSPECS": "1"}
-        if index is not None:
-            env["GIT_INDEX_FILE"] = str(index)
-        if work_tree is not None:
-            env["GIT_WORK_TREE"] = str(work_tree)
-        return env
-
-    def git(
-        self,
-        args: list[str],
-        *,
-        cwd: Path | None = None,
-        index: Path | None = None,
-        work_tree: Path | None = None,
-        stdin: bytes | None = None,
-    ) -> bytes:
-        env = self.env(index, work_tree)
-        return _git.git(args, cwd or self.holder, env=env, stdin=stdin)
-
-    def write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a loose blob in the private store; its sha."""
-        header = b"blob %d\0" % len(data)
-        digest = hashlib.new(self.object_format, header)
-        digest.update(data)
-        sha = digest.hexdigest()
-        target = self.git_dir / "objects" / sha[:2] / sha[2:]
-        if not target.exists():
-            target.parent.mkdir(exist_ok=True)
-            temp = target.parent / f".tmp-{sha}"
-            temp.write_bytes(zlib.compress(header + data, 1))
-            temp.replace(target)
-        return sha
-
-    def read_blob(self, sha: str) -> bytes:
-        with self._lock:
-            for _ in range(2):
-                if self._reader is None:
-                    self._reader = _BlobReader(self)
-                try:
-                    return self._reader.read(sha)
-                except (OSError, ValueError):
-                    # The runner kills every child of ours that a command may have left
-                    # behind, and this reader is one: start another.
-                    self._reader.close()
-                    self._reader = None
-            raise WorkspaceError(f"cannot read blob {sha} of the snapshot: git cat-file failed")
-
-    def close_reader(self) -> None:
-        """Stop the blob reader's process; a later read starts another."""
-        with self._lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader = None
-
-    def close(self) -> None:
-        self.close_reader()
-        shutil.rmtree(self.holder, ignore_errors=True)
-
-
-class _BlobReader:
-    """One ``git cat-file --batch`` for every blob read, rather than a process each."""
-
-    def __init__(self, store: Store) -> None:
-        env = {**_git.environment(), **store.env()}
-        self._process = subprocess.Popen(
-            _git.command(["cat-file", "--batch"]),
-            cwd=store.holder,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def read(self, sha: str) -> bytes:
-        assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(sha.encode() + b"\n")
-        self._process.stdin.flush()
-        header = self._process.stdout.readline().split()
-        if not header:
-            raise ValueError("git cat-file ended")
-        if len(header) != 3 or header[1] != b"blob":
-            raise WorkspaceError(f"the snapshot has no blob {sha}")
-        size = int(header[2])
-        data = self._process.stdout.read(size + 1)
-        if len(data) != size + 1:
-            raise ValueError("git cat-file ended")
-        return data[:-1]
-
-    def close(self) -> None:
-        if self._process.stdin is not None:
-            with contextlib.suppress(OSError):  # the process may be gone already
-                self._process.stdin.close()
-        self._process.kill()
-        self._process.wait()
-        if self._process.stdout is not None:
-            self._process.stdout.close()
+_BLOCK = 4096  # what a file costs a file system beyond its bytes, about
 
 
 class Snapshot:
@@ -258,7 +107,7 @@ def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
     """
     index, stats = _index_entries(repo)
     racy_from = _index_mtime(repo)
-    untracked = _split_z(_git.git(["ls-files", "-z", "--others", "--exclude-standard"], repo))
+    untracked = split_z(_git.git(["ls-files", "-z", "--others", "--exclude-standard"], repo))
     real_dirs: dict[str, bool] = {"": True}
     regular: list[str] = []
     entries: dict[str, Entry] = {}
@@ -319,7 +168,7 @@ def _index_entries(repo: Path) -> tuple[dict[str, Entry], dict[str, _Stat]]:
     if len(matches) != out.count(b"\0"):
         # A form of the stat lines this reader does not know: no stat data, every
         # file is hashed, nothing is missed.
-        for record in _split_z(_git.git(["ls-files", "-z", "--stage"], repo)):
+        for record in split_z(_git.git(["ls-files", "-z", "--stage"], repo)):
             fields, _, name = record.partition("\t")
             kind, blob, number = fields.split()
             if number == "0":
@@ -386,94 +235,3 @@ def _real_parents(repo: Path, path: str, real_dirs: dict[str, bool]) -> bool:
             ok = False
     real_dirs[parent] = ok
     return ok
-
-
-def _split_z(out: bytes) -> list[str]:
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
-
-
-def _index_info(entries: Iterable[tuple[str, Entry]]) -> bytes:
-    return b"".join(
-        f"{e.mode} {e.sha}\t{p}\0".encode("utf-8", "surrogateescape") for p, e in entries
-    )
-
-
-def write_tree(store: Store, entries: Mapping[str, Entry]) -> str:
-    """The sha of a tree holding exactly ``entries``."""
-    index = store.holder / f"index-{next(_counter)}"
-    try:
-        store.git(
-            ["update-index", "-z", "--add", "--index-info"],
-            index=index,
-            stdin=_index_info(entries.items()),
-        )
-        return store.git(["write-tree"], index=index).decode().strip()
-    finally:
-        index.unlink(missing_ok=True)
-
-
-def tree_entries(store: Store, tree: str) -> dict[str, Entry]:
-    """The files of ``tree`` (a tree or commit sha), recursively."""
-    out = store.git(["ls-tree", "-r", "-z", "--full-tree", tree])
-    entries = {}
-    for record in _split_z(out):
-        meta, _, path = record.partition("\t")
-        mode, _kind, sha = meta.split()
-        entries[path] = Entry(mode, sha)
-    return entries
-
-
-def checkout(store: Store, entries: Mapping[str, Entry], dest: Path) -> None:
-    """``entries`` written into ``dest`` (created) byte for byte.
-
-    git converts nothing here: the store has no config, and the ``.gitattributes`` files
-    are left out of the checkout and written afterwards, so none of them applies.
-    """
-    dest.mkdir(parents=True, exist_ok=False)
-    plain = {p: e for p, e in entries.items() if PurePosixPath(p).name != _ATTRIBUTES}
-    index = store.holder / f"index-{next(_counter)}"
-    try:
-        store.git(
-            ["update-index", "-z", "--add", "--index-info"],
-            index=index,
-            stdin=_index_info(plain.items()),
-        )
-        store.git(["checkout-index", "--all", "--force"], cwd=dest, index=index, work_tree=dest)
-    finally:
-        index.unlink(missing_ok=True)
-    for path, entry in entries.items():
-        if path in plain:
-            continue
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = store.read_blob(entry.sha)
-        if entry.mode == SYMLINK:
-            target.symlink_to(os.fsdecode(data))
-        else:
-            target.write_bytes(data)
-
-
-_counter = itertools.count(1)
-_BLOCK = 4096  # what a file costs a file system beyond its bytes, about
-RAM_DIR = Path("/dev/shm")
-_RAM_HEADROOM = 256 << 20  # bytes left free in it after a copy
-
-
-def copies_dir(size: int) -> str | None:
-    """Where to make a copy of about ``size`` bytes: ``REPOGYM_COPIES`` if set, else
-    ``/dev/shm`` when it is a shared-memory file system with room to spare, else the
-    temporary directory (None).
-
-    Creating files is the copy's whole cost, and on many machines (virtual disks, CI
-    runners) a file system in memory creates them ten times faster: 20,000 files take
-    0.7 s there and 8.8 s on this project's CI disk."""
-    chosen = os.environ.get("REPOGYM_COPIES")
-    if chosen:
-        return chosen
-    try:
-        info = os.statvfs(RAM_DIR)
-        usable = RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK | os.X_OK)
-    except OSError:
-        return None
-    room = info.f_bavail * info.f_frsize
-    return str(RAM_DIR) if usable and room >= 2 * size + _RAM_HEADROOM else None

@@ -19,7 +19,8 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from repogym import _git
-from repogym._snapshot import Entry, Snapshot, Store, checkout, inside, tree_entries
+from repogym._snapshot import Snapshot, inside
+from repogym._store import Entry, Store, checkout, tree_entries
 from repogym.errors import WorkspaceError
 from repogym.task import TASK_FILE, Task, load_task, parse_task
 

@@ -44,7 +44,7 @@ else:  # pragma: no cover
 from repogym import _git
 from repogym._globs import compile_globs
 from repogym._sandbox import switches_user
-from repogym._snapshot import Entry, tree_entries
+from repogym._store import Entry, tree_entries
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repogym import _git
-from repogym._snapshot import copies_dir
+from repogym._store import copies_dir
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner

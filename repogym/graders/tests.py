@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym._loadfailure import load_failure
-from repogym._snapshot import copies_dir
+from repogym._store import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings

@@ -5,15 +5,19 @@ grade may not hang."""
 
 from __future__ import annotations
 
+import os
+import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import textwrap
-import time
+from pathlib import Path
 
 import pytest
 
 from tests.security import _payloads as p
-from tests.security._harness import LOOSE_TASK, Case, marked_processes
+from tests.security._harness import LOOSE_TASK, Case
 
 # A chain of nested shells, each in a new session with an empty environment (but for a
 # tag the harness finds them by), each waiting for the next: killing one level
@@ -62,8 +66,10 @@ def start_chain(mode: str, *, hold_output: bool) -> str:
 
 
 # 30 processes that ignore SIGTERM (and SIGINT, SIGHUP), each in a new session with an
-# empty environment (but the harness's tag); with ``block``, the tests then wait forever.
-def start_stubborn(block: bool) -> str:
+# empty environment (but the harness's tag); with ``ready``, the tests then say so through
+# that FIFO and wait forever.
+def start_stubborn(ready: str | None = None) -> str:
+    block = ready is not None
     return textwrap.dedent(
         f"""
         import subprocess as _sp
@@ -77,6 +83,8 @@ def start_stubborn(block: bool) -> str:
                 start_new_session=True,
             )
         if {block}:
+            with open({ready!r}, "w") as _ready:
+                _ready.write("started")
             time.sleep(600)
         """
     )
@@ -107,28 +115,36 @@ def test_a_chain_holding_the_output_open_does_not_hang_the_grade(case: Case) -> 
 
 def test_processes_ignoring_sigterm_do_not_outlive_the_grade(case: Case) -> None:
     case.base(task=LOOSE_TASK)
-    case.submit({"src/slugify/__init__.py": p.package_init(start_stubborn(block=False))})
+    case.submit({"src/slugify/__init__.py": p.package_init(start_stubborn())})
     case.grade().check("fail_to_pass: 0 of 2 passed")
 
 
 def test_processes_ignoring_sigterm_do_not_outlive_a_cancelled_grade(case: Case) -> None:
     case.base(task=LOOSE_TASK)
-    case.submit({"src/slugify/__init__.py": p.package_init(start_stubborn(block=True))})
+    # The tests say when the 30 are started through a FIFO that the sandbox user can
+    # open: the grade is cancelled on that event.
+    holder = Path(tempfile.mkdtemp(prefix="repogym-ready-"))
+    holder.chmod(0o755)
+    ready = holder / "ready"
+    os.mkfifo(ready)
+    ready.chmod(0o666)
+    case.submit({"src/slugify/__init__.py": p.package_init(start_stubborn(str(ready)))})
 
     def cancel_when_started(grader: subprocess.Popen[bytes]) -> None:
-        # Wait until all 30 are there (the grader itself carries the marker in its
-        # environment). /proc is polled: nothing signals when processes of another user
-        # (the sandbox's, once there is one) have started.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if len(set(marked_processes(case.marker)) - {grader.pid}) >= 30:
-                break
-            time.sleep(0.01)
-        else:
-            pytest.fail("the 30 processes never started")
+        # Non-blocking: no writer yet; poll wakes when the tests write (Linux reports no
+        # hang-up on a FIFO that never had a writer).
+        fd = os.open(ready, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(60_000):
+                pytest.fail("the 30 processes never said they started")
+        finally:
+            os.close(fd)
         grader.send_signal(signal.SIGTERM)
 
     graded = case.grade(on_start=cancel_when_started)
     assert graded.returncode == 128 + signal.SIGTERM, graded.output
     # A cancelled grade says nothing of the tests: the check is what it leaves.
     graded.check("")
+    shutil.rmtree(holder)
