@@ -18,9 +18,7 @@ hold a token, which is no place for hand-written C against expat's ABI.
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 from xml.parsers import expat
 
+from repogym._junit_file import open_report, read_chunk, too_large
 from repogym.errors import JUnitError
 
 # Messages are kept for failing, erroring and skipped tests only, and this short.
@@ -109,7 +108,7 @@ def iter_cases(path: Path, *, limits: Limits = LIMITS) -> Iterator[Case]:
     of ``limits`` is found where it occurs, and a report without any ``<testcase>`` is only
     known, and raised, at the end.
     """
-    descriptor = _open(path, limits.max_bytes)
+    descriptor = open_report(path, limits.max_bytes)
     try:
         yield from _parse(path, descriptor, limits)
     finally:  # also when the caller stops early: a generator is closed when dropped
@@ -121,10 +120,10 @@ def _parse(path: Path, descriptor: int, limits: Limits) -> Iterator[Case]:
     deadline = time.monotonic() + limits.deadline
     read = found = 0
     while True:
-        chunk = _read(path, descriptor, _chunk_size(reader.pending(read)))
+        chunk = read_chunk(path, descriptor, _chunk_size(reader.pending(read)))
         read += len(chunk)
         if read > limits.max_bytes:  # it grew since it was measured
-            raise JUnitError(_too_large(path, read, limits.max_bytes))
+            raise JUnitError(too_large(path, read, limits.max_bytes))
         cases = reader.feed(chunk)
         found += len(cases)
         if found > limits.max_cases:
@@ -161,83 +160,6 @@ _RERUNS = frozenset({"flakyFailure", "flakyError", "rerunFailure", "rerunError"}
 
 
 # What a path that is not a regular file is, for the message that refuses it.
-_KINDS = {
-    stat.S_IFLNK: "a symbolic link",
-    stat.S_IFDIR: "a directory",
-    stat.S_IFIFO: "a named pipe (FIFO)",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-# The report is written by the submission's commands, which may put a symlink (to
-# /etc/shadow, /proc/self/environ) or a FIFO there instead: O_NOFOLLOW refuses the link,
-# O_NONBLOCK keeps a FIFO without a writer from blocking the open, and the fstat that
-# follows refuses whatever is not a regular file. O_NOCTTY: a terminal opened here must
-# not become the grader's controlling terminal.
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-
-
-def _open(path: Path, max_bytes: int) -> int:
-    """The report opened for reading; refused unread when it is not a regular file, is
-    empty or is over ``max_bytes``."""
-    # lstat first: a device is refused without being opened, since opening some acts on them.
-    _check_file(path, _lstat(path), max_bytes)
-    try:
-        descriptor = os.open(path, _OPEN_FLAGS)
-    except OSError as error:
-        raise _unopenable(path, error) from None
-    try:
-        # Checked again on what was opened: the path may have been swapped since the lstat.
-        _check_file(path, os.fstat(descriptor), max_bytes)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor
-
-
-def _lstat(path: Path) -> os.stat_result:
-    try:
-        return path.lstat()
-    except OSError as error:
-        raise _unopenable(path, error) from None
-
-
-def _unopenable(path: Path, error: OSError) -> JUnitError:
-    if isinstance(error, FileNotFoundError):
-        return JUnitError(
-            f"JUnit report {path} does not exist: did the test command write its report there?"
-        )
-    if error.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink swapped in after the lstat
-        return _not_a_file(path, "a symbolic link")
-    return JUnitError(f"JUnit report {path} cannot be read: {error.strerror}")
-
-
-def _check_file(path: Path, info: os.stat_result, max_bytes: int) -> None:
-    kind = stat.S_IFMT(info.st_mode)
-    if kind != stat.S_IFREG:
-        raise _not_a_file(path, _KINDS.get(kind, "an unknown kind of file"))
-    if info.st_size == 0:
-        raise JUnitError(
-            f"JUnit report {path} is empty: the test command probably stopped before writing it"
-        )
-    if info.st_size > max_bytes:
-        raise JUnitError(_too_large(path, info.st_size, max_bytes))
-
-
-def _not_a_file(path: Path, kind: str) -> JUnitError:
-    return JUnitError(
-        f"JUnit report {path} is {kind}, not a regular file: "
-        "the test command must write its report there as a file"
-    )
-
-
-def _read(path: Path, descriptor: int, size: int) -> bytes:
-    try:
-        return os.read(descriptor, size)
-    except OSError as error:
-        raise JUnitError(f"JUnit report {path} cannot be read: {error.strerror}") from None
-
-
 def _chunk_size(pending: int) -> int:
     """How much to read next, given the bytes of an unfinished token expat holds.
 
@@ -247,13 +169,6 @@ def _chunk_size(pending: int) -> int:
     as it already holds doubles them each time, which makes the rescans linear.
     """
     return pending if pending > _LONG_TOKEN else _CHUNK
-
-
-def _too_large(path: Path, size: int, max_bytes: int) -> str:
-    return (
-        f"JUnit report {path} is {size:,} bytes, over the limit of {max_bytes:,}: "
-        "reduce the captured output in the report"
-    )
 
 
 def _too_many_cases(path: Path, max_cases: int) -> str:

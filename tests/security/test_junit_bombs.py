@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import repogym._junit_file
 import repogym.junit
 from repogym.junit import LIMITS, Case, JUnitError, Limits, iter_cases
 from tests.conftest import Repo
@@ -331,7 +332,7 @@ def test_a_report_swapped_after_it_was_checked(
         pytest.skip("mknod of a device needs root")
     path = tmp_path / "junit.xml"
     path.write_text("<testcase/>")
-    checked = repogym.junit._lstat
+    checked = repogym._junit_file._lstat
 
     def swapping(target: Path) -> os.stat_result:
         info = checked(target)
@@ -339,7 +340,7 @@ def test_a_report_swapped_after_it_was_checked(
         make(target)
         return info
 
-    monkeypatch.setattr(repogym.junit, "_lstat", swapping)
+    monkeypatch.setattr(repogym._junit_file, "_lstat", swapping)
     outcome: list[str] = []
     reader = threading.Thread(target=lambda: outcome.append(refusal(path)[0]), daemon=True)
     reader.start()
