@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -180,18 +180,25 @@ def _index_info(entries: Iterable[tuple[str, Entry]]) -> bytes:
     )
 
 
-def write_tree(store: Store, entries: Mapping[str, Entry]) -> str:
-    """The sha of a tree holding exactly ``entries``."""
+@contextlib.contextmanager
+def _index_of(store: Store, entries: Iterable[tuple[str, Entry]]) -> Iterator[Path]:
+    """A private index file in ``store`` holding exactly ``entries``, removed after."""
     index = store.holder / f"index-{next(_counter)}"
     try:
         store.git(
             ["update-index", "-z", "--add", "--index-info"],
             index=index,
-            stdin=_index_info(entries.items()),
+            stdin=_index_info(entries),
         )
-        return store.git(["write-tree"], index=index).decode().strip()
+        yield index
     finally:
         index.unlink(missing_ok=True)
+
+
+def write_tree(store: Store, entries: Mapping[str, Entry]) -> str:
+    """The sha of a tree holding exactly ``entries``."""
+    with _index_of(store, entries.items()) as index:
+        return store.git(["write-tree"], index=index).decode().strip()
 
 
 def tree_entries(store: Store, tree: str) -> dict[str, Entry]:
@@ -213,16 +220,8 @@ def checkout(store: Store, entries: Mapping[str, Entry], dest: Path) -> None:
     """
     dest.mkdir(parents=True, exist_ok=False)
     plain = {p: e for p, e in entries.items() if PurePosixPath(p).name != _ATTRIBUTES}
-    index = store.holder / f"index-{next(_counter)}"
-    try:
-        store.git(
-            ["update-index", "-z", "--add", "--index-info"],
-            index=index,
-            stdin=_index_info(plain.items()),
-        )
+    with _index_of(store, plain.items()) as index:
         store.git(["checkout-index", "--all", "--force"], cwd=dest, index=index, work_tree=dest)
-    finally:
-        index.unlink(missing_ok=True)
     for path, entry in entries.items():
         if path in plain:
             continue

@@ -5,21 +5,12 @@ wrong or its harness is blind."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.security import _payloads as p
 from tests.security._harness import LOOSE_TASK, Case
 from tests.security.test_perf_baseline import SMALL_PERF
-from tests.security.test_runner_config import (
-    BROKEN_DOUBLE,
-    JEST_TASK,
-    JEST_TEST,
-    MOCHA_TASK,
-    MOCHA_TEST,
-    needs_node,
-)
+from tests.security.test_runner_config import needs_node, node_base
 
 
 @pytest.mark.parametrize("task", [None, LOOSE_TASK], ids=["bugfix", "loose"])
@@ -43,15 +34,7 @@ def test_the_empty_submission_fails_cleanly(case: Case) -> None:
 @needs_node
 @pytest.mark.parametrize("runner", ["mocha", "jest"])
 def test_the_node_bases_grade_their_fix(case: Case, runner: str) -> None:
-    test_file = "test/double.spec.js" if runner == "mocha" else "test/double.test.js"
-    case.base(
-        task=MOCHA_TASK if runner == "mocha" else JEST_TASK,
-        files={
-            test_file: MOCHA_TEST if runner == "mocha" else JEST_TEST,
-            "src/double.js": BROKEN_DOUBLE,
-            "package.json": json.dumps({"name": "x", "private": True}),
-        },
-    )
+    node_base(case, runner)
     empty = case.grade()
     empty.check("fail_to_pass: 0 of 1 passed")
     assert "pass_to_pass: 0 of 1 broken" in empty.stdout

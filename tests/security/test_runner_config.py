@@ -162,10 +162,8 @@ NODE_ATTACKS = {
 }
 
 
-@needs_node
-@pytest.mark.parametrize("attack", sorted(NODE_ATTACKS))
-def test_node_runner_configuration_is_the_bases(case: Case, attack: str) -> None:
-    runner, files = NODE_ATTACKS[attack]
+def node_base(case: Case, runner: str) -> None:
+    """The base of a node case (`mocha` or `jest`): a broken `double` and its test."""
     test_file = "test/double.spec.js" if runner == "mocha" else "test/double.test.js"
     case.base(
         task=MOCHA_TASK if runner == "mocha" else JEST_TASK,
@@ -175,6 +173,13 @@ def test_node_runner_configuration_is_the_bases(case: Case, attack: str) -> None
             "package.json": json.dumps({"name": "x", "private": True}),
         },
     )
+
+
+@needs_node
+@pytest.mark.parametrize("attack", sorted(NODE_ATTACKS))
+def test_node_runner_configuration_is_the_bases(case: Case, attack: str) -> None:
+    runner, files = NODE_ATTACKS[attack]
+    node_base(case, runner)
     patch = ASSERT_PATCH if runner == "mocha" else JEST_PATCH
     case.submit({**files, "src/patch.js": patch})
     case.grade().check("fail_to_pass: 0 of 1 passed")
