@@ -290,13 +290,14 @@ def materialise(repo: Path, commit: str) -> Path:
     return _BASELINES[key]
 
 
-def export_tree(repo: Path, commit: str, *, prefix: str) -> Path:
-    """The files of ``commit`` in a new private directory (no ``.git``), removed at exit.
+def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = None) -> Path:
+    """The files of ``commit`` in a new private directory (no ``.git``) under ``where``
+    (default: the temporary directory), removed at exit.
 
-    Checked out through a private store (repogym._snapshot): no config, filter or
+    Checked out through a private store (repogym._store): no config, filter or
     attribute of the repository's converts a byte.
     """
-    holder = Path(tempfile.mkdtemp(prefix=prefix))
+    holder = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
     atexit.register(shutil.rmtree, holder, True)
     store = Store(repo)
     try:

@@ -108,7 +108,10 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
     tree = _BASELINES.get(key)
     if tree is not None and tree.is_dir():
         return tree
-    tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-")
+    # On the same file system as the candidate's copy (copies_dir): a benchmark that
+    # reads its files must not be faster on one side for where they are.
+    where = copies_dir(workspace.snapshot().size)
+    tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-", where=where)
     tree.parent.chmod(0o711)
     try:
         _set_up(runner, workspace, tree, "baseline")
