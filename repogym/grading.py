@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repogym import _git
+from repogym import progress as _progress
 from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
+from repogym.progress import Progress
 from repogym.task import Task
 from repogym.workspace import Workspace, task_for
 
@@ -57,6 +59,7 @@ def grade(
     base: str | None = None,
     task: str | os.PathLike[str] | Task | None = None,
     hidden: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
 ) -> Grading:
     """Grade the work tree of ``repo`` (committed or not, untracked files included)
     against the merge base of ``base`` and HEAD.
@@ -70,7 +73,18 @@ def grade(
         RepogymError: the repository, a ref or the task cannot be used (the user's to
             fix); grading problems of the submission itself are in the result instead.
     """
-    top = _git.toplevel(Path(repo).resolve())
+    with _progress.reporting(progress):
+        return _grade(Path(repo), base=base, task=task, hidden=hidden)
+
+
+def _grade(
+    repo: Path,
+    *,
+    base: str | None,
+    task: str | os.PathLike[str] | Task | None,
+    hidden: str | os.PathLike[str] | None,
+) -> Grading:
+    top = _git.toplevel(repo.resolve())
     ref = base if base is not None else default_base(top)
     base_sha = _git.resolve_commit(top, ref)
     head = _git.resolve_commit(top, "HEAD")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from repogym import _reaper, _sandbox
+from repogym import _reaper, _sandbox, progress
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -140,13 +140,19 @@ class Runner:
         """
         check_timeout(timeout)
         _reaper.harden_grader()
+        told = progress.current()
+        if told is not None:
+            told.command_started(command, cwd)
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
         with _sandbox.session(self.sandbox, writable) as session:
             # The session's HOME, TMPDIR... replace the grader's, and the task's replace those.
             allowed = self.environment({**os.environ, **session.env})
             full_env = {**session.env, **allowed, **(env or {}), _reaper.MARKER: marker}
-            return self._run(command, cwd, timeout, full_env, marker, session)
+            result = self._run(command, cwd, timeout, full_env, marker, session)
+        if told is not None:
+            told.command_finished(result)
+        return result
 
     def switches_user(self) -> bool:
         """Whether the commands run as a sandbox uid (root, sandbox on)."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from repogym import progress
 from repogym.errors import TaskError
 from repogym.graders._custom import load_custom_grader
 from repogym.graders.base import Grader
@@ -109,7 +111,7 @@ class CompositeGrader:
         """Grade ``workspace`` with every grader and fold the components."""
         snapshot = workspace.snapshot()
         try:
-            components = [self._finish(grader, _run(grader, workspace)) for grader in self.graders]
+            components = [self._grade_one(grader, workspace) for grader in self.graders]
         finally:
             snapshot.store.close_reader()
         objectives = [c for c in components if c.role is Role.OBJECTIVE]
@@ -130,6 +132,16 @@ class CompositeGrader:
             patch=workspace.patch(),
             files_changed=workspace.changed_files(),
         )
+
+    def _grade_one(self, grader: Grader, workspace: Workspace) -> GradeComponent:
+        told = progress.current()
+        if told is not None:
+            told.grader_started(grader.name)
+        start = time.monotonic()
+        component = self._finish(grader, _run(grader, workspace))
+        if told is not None:
+            told.grader_finished(component, time.monotonic() - start)
+        return component
 
     def _finish(self, grader: Grader, component: GradeComponent) -> GradeComponent:
         role = grader.role or component.role
