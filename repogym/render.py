@@ -31,7 +31,7 @@ from repogym.errors import UsageError
 # holds 65535 characters (a PR comment 65536, a job summary 1 MiB).
 MAX_BYTES = 65535
 
-TEMPLATES = ("comment.md.j2", "check_summary.md.j2", "job_summary.md.j2")
+TEMPLATES = ("comment.md.j2", "check_summary.md.j2", "check_text.md.j2", "job_summary.md.j2")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,10 +67,16 @@ def render(
     *,
     template_dir: Path | None = None,
     max_bytes: int = MAX_BYTES,
+    links: Mapping[str, str] | None = None,
 ) -> str:
     """``report`` (the dict of ``repogym grade --json``) rendered by ``template``, such
     as ``comment.md.j2``, in at most ``max_bytes`` bytes of UTF-8 (the strictest way to
     count GitHub's limits, which are in characters).
+
+    ``links`` are pages about the grade that the report does not know (the Action
+    passes ``check_run``, ``workflow_run`` and one per commit: ``base``, ``merge_base``,
+    ``head``); each must be a plain http(s) URL. Templates read them as ``links.NAME``,
+    empty when not given.
 
     Templates in ``template_dir`` replace the built-in ones of the same name. A report
     of a grade that could not finish (an ``error`` key) renders too.
@@ -82,10 +88,13 @@ def render(
     """
     compiled = _template(template, template_dir)
     context = with_defaults(report)
+    pages = _links(links or {})
     size = 0
     for detail in DETAILS:
         try:
-            text = compiled.render(report=context, detail=detail, max_bytes=max_bytes)
+            text = compiled.render(
+                report=context, detail=detail, max_bytes=max_bytes, links=pages
+            )
         except jinja2.UndefinedError as error:
             raise UsageError(
                 f"template {template}: {error.message}; the report has no such value "
@@ -102,6 +111,22 @@ def render(
         f"template {template}: {size} bytes even at the least detail, over the limit of "
         f"{max_bytes}; show less when `detail.cut` is true"
     )
+
+
+# The pages a template may link: a plain URL, nothing that could end a Markdown link.
+LINKS = ("check_run", "workflow_run", "base", "merge_base", "head")
+_URL = re.compile(r"https?://[A-Za-z0-9.\-]+(:[0-9]+)?(/[A-Za-z0-9._~\-/%]*)?")
+
+
+def _links(links: Mapping[str, str]) -> dict[str, str]:
+    """Every name of :data:`LINKS`, empty when not given; a UsageError naming a link
+    that is not one."""
+    for name, url in links.items():
+        if name not in LINKS:
+            raise UsageError(f"link {name!r}: not one of {', '.join(LINKS)}")
+        if not isinstance(url, str) or not _URL.fullmatch(url):
+            raise UsageError(f"link {name}: {url!r} is not a plain http(s) URL")
+    return {name: links.get(name, "") for name in LINKS}
 
 
 def with_defaults(report: Mapping[str, Any]) -> dict[str, Any]:

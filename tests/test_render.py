@@ -506,3 +506,38 @@ def test_an_installed_wheel_renders_as_the_source_tree_does(
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith(str(installed_wheel.venv))  # not this source tree
     assert done.stdout == golden_path("comment.md.j2", "fail").read_text(encoding="utf-8")
+
+
+# --- links the Action gives ----------------------------------------------------------
+
+LINKS = {
+    "check_run": "https://github.example/o/r/runs/7",
+    "workflow_run": "https://github.example/o/r/actions/runs/9/attempts/2",
+    "base": "https://github.example/o/r/commit/" + "a" * 40,
+    "merge_base": "https://github.example/o/r/commit/" + "b" * 40,
+    "head": "https://github.example/o/r/commit/" + "c" * 40,
+}
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_links_are_the_only_links(template: str) -> None:
+    report = load(CASES[0])
+    report["base"] = {"ref": "main", "sha": "a" * 40}
+    report["merge_base"] = {"sha": "b" * 40}
+    report["head"] = {"sha": "c" * 40}
+    html = github_html(render(report, template, links=LINKS))
+    assert sorted(re.findall(r'<a href="([^"]*)"', html)) == sorted(LINKS.values())
+    assert '<a href="' not in github_html(render(report, template))
+
+
+@pytest.mark.parametrize(
+    ("links", "error"),
+    [
+        ({"check_run": "javascript:alert(1)"}, "link check_run: 'javascript:alert(1)' is not"),
+        ({"check_run": "https://x.example/a) [b](https://evil"}, "is not a plain http(s) URL"),
+        ({"elsewhere": "https://x.example/"}, "link 'elsewhere': not one of check_run"),
+    ],
+)
+def test_a_link_that_is_not_a_plain_url_is_refused(links: dict[str, str], error: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(error)):
+        render(load(CASES[0]), "comment.md.j2", links=links)
