@@ -67,8 +67,9 @@ class Commands:
         stream.write(text)
         stream.flush()
 
-    def _command(self, name: str, data: str, properties: Mapping[str, str] = {}) -> None:
-        props = ",".join(f"{key}={escape_property(value)}" for key, value in properties.items())
+    def _command(self, name: str, data: str, properties: Mapping[str, str] | None = None) -> None:
+        pairs = (properties or {}).items()
+        props = ",".join(f"{key}={escape_property(value)}" for key, value in pairs)
         self._write(f"::{name}{' ' + props if props else ''}::{escape_data(data)}\n")
 
     def _annotate(
