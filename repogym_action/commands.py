@@ -1,0 +1,212 @@
+"""Workflow commands on stdout, and the file commands (``GITHUB_OUTPUT``, the job summary).
+
+The runner reads every line a step prints. A line that starts (after blanks) with
+``::name props::data`` is a command: the runner unescapes ``%0D``, ``%0A`` and ``%25`` in
+the data, and in a property also ``%3A`` and ``%2C``, after splitting the properties on
+``,`` and ending them at the first ``::``. :func:`escape_data` and :func:`escape_property`
+are the inverse, ``%`` first so that nothing is unescaped twice.
+
+Text the submission controls (its test output) may hold such lines, so it is printed
+between ``::stop-commands::TOKEN`` and ``::TOKEN::`` with a random token that the
+submission cannot know: while stopped, the runner runs no command but the one that
+resumes, and it masks the token itself in the log.
+
+``GITHUB_OUTPUT`` holds ``name<<DELIMITER`` blocks: the value is every line up to the
+first line that is exactly the delimiter, without the line break before it. The
+delimiter is ``ghadelimiter_`` and random hex, drawn again while it occurs in the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TextIO
+
+__all__ = [
+    "SUMMARY_LIMIT",
+    "Commands",
+    "append_summary",
+    "escape_data",
+    "escape_property",
+    "write_outputs",
+]
+
+# The runner drops a step's summary file larger than this (bytes), with an error.
+SUMMARY_LIMIT = 1024 * 1024
+
+
+def escape_data(text: str) -> str:
+    """``text`` as the data of a workflow command, on one line."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """``text`` as a property value of a workflow command: also no ``:`` nor ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _token() -> str:
+    return secrets.token_hex(16)
+
+
+class Commands:
+    """Writes workflow commands and log lines to ``stream`` (standard output by default,
+    looked up at each write), flushing each, so that they keep their order with the output
+    of the processes the grade starts."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._in_group = False
+
+    def _write(self, text: str) -> None:
+        stream = self._stream if self._stream is not None else sys.stdout
+        stream.write(text)
+        stream.flush()
+
+    def _command(self, name: str, data: str, properties: Mapping[str, str] | None = None) -> None:
+        pairs = (properties or {}).items()
+        props = ",".join(f"{key}={escape_property(value)}" for key, value in pairs)
+        self._write(f"::{name}{' ' + props if props else ''}::{escape_data(data)}\n")
+
+    def _annotate(
+        self, level: str, message: str, title: str | None, file: str | None, line: int | None
+    ) -> None:
+        properties = {}
+        if title:
+            properties["title"] = title
+        if file:
+            properties["file"] = file
+            if line is not None and line >= 1:  # a line without a file is not shown
+                properties["line"] = str(line)
+        self._command(level, message, properties)
+
+    def error(
+        self,
+        message: str,
+        *,
+        title: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        """An error annotation (of ``file`` at ``line`` when given); it does not fail the step."""
+        self._annotate("error", message, title, file, line)
+
+    def warning(
+        self,
+        message: str,
+        *,
+        title: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        """A warning annotation."""
+        self._annotate("warning", message, title, file, line)
+
+    def notice(
+        self,
+        message: str,
+        *,
+        title: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        """A notice annotation."""
+        self._annotate("notice", message, title, file, line)
+
+    def mask(self, value: str) -> None:
+        """Masks ``value`` in the rest of the log, and each of its lines on its own (the
+        runner matches a secret line by line in what processes print)."""
+        lines = [part.strip() for part in value.splitlines()]
+        for part in dict.fromkeys([value.strip(), *lines]):
+            if part:
+                self._command("add-mask", part)
+
+    @contextlib.contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A collapsible group of the log around the block, closed even on an exception.
+
+        The log does not nest groups: inside a group, the title is a plain line.
+        """
+        if self._in_group:
+            self.line(title)
+            yield
+            return
+        self._command("group", title)
+        self._in_group = True
+        try:
+            yield
+        finally:
+            self._in_group = False
+            self._command("endgroup", "")
+
+    def line(self, text: str) -> None:
+        """A line of the log that we wrote (never text the submission controls)."""
+        self._write(text if text.endswith("\n") else text + "\n")
+
+    def untrusted(self, text: str) -> None:
+        """Text the submission controls, printed with every workflow command in it inert."""
+        if not text:
+            return
+        token = _token()
+        while token in text:
+            token = _token()
+        body = text if text.endswith("\n") else text + "\n"
+        self._write(f"::stop-commands::{token}\n{body}::{token}::\n")
+
+
+def _append(path: Path, text: str) -> None:
+    """Appends ``text`` to ``path`` (created if missing) in one write()."""
+    data = text.encode("utf-8", errors="replace")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:  # a regular file takes it whole; a short write is finished, not lost
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _output_block(name: str, value: str) -> str:
+    if not name or any(bad in name for bad in ("=", "<<", "\n", "\r")):
+        raise ValueError(f"output name {name!r} cannot be written to GITHUB_OUTPUT")
+    delimiter = f"ghadelimiter_{_token()}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{_token()}"
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def write_outputs(path: Path | None, values: Mapping[str, str]) -> None:
+    """Sets the step's outputs ``values`` through the file ``GITHUB_OUTPUT`` at ``path``,
+    any value (line breaks included) as it is; ``None`` (a run outside the runner) sets
+    nothing."""
+    if path is None or not values:
+        return
+    _append(path, "".join(_output_block(name, value) for name, value in values.items()))
+
+
+def append_summary(path: Path | None, markdown: str) -> bool:
+    """Appends ``markdown`` to the job summary file at ``path`` (``GITHUB_STEP_SUMMARY``).
+
+    The runner drops a summary over :data:`SUMMARY_LIMIT` bytes whole; one that would go
+    over is left out and a line saying so is appended instead. Returns whether
+    ``markdown`` was written; ``None`` (a run outside the runner) writes nothing.
+    """
+    if path is None:
+        return False
+    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    size = len(text.encode("utf-8", errors="replace"))
+    with contextlib.suppress(FileNotFoundError):
+        size += path.stat().st_size
+    if size > SUMMARY_LIMIT:
+        _append(
+            path,
+            f"\nThis step's job summary was left out: with it the file would hold {size} bytes, "
+            f"over the {SUMMARY_LIMIT} a step's summary may have.\n",
+        )
+        return False
+    _append(path, text)
+    return True
