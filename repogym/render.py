@@ -92,9 +92,7 @@ def render(
     size = 0
     for detail in DETAILS:
         try:
-            text = compiled.render(
-                report=context, detail=detail, max_bytes=max_bytes, links=pages
-            )
+            text = compiled.render(report=context, detail=detail, max_bytes=max_bytes, links=pages)
         except jinja2.UndefinedError as error:
             raise UsageError(
                 f"template {template}: {error.message}; the report has no such value "
