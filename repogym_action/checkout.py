@@ -94,7 +94,11 @@ def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str],
         log(f"base {base[:12]}, head {target.head_sha[:12]}, merge base {merge_base[:12]}")
         base_ref = _clone(git, into, target.base_ref, base, target.head_sha)
     return Checkout(
-        tree=into, base_ref=base_ref, base=base, head=target.head_sha, merge_base=merge_base
+        tree=into.resolve(),
+        base_ref=base_ref,
+        base=base,
+        head=target.head_sha,
+        merge_base=merge_base,
     )
 
 
@@ -133,7 +137,7 @@ class _Git:
         done = self.run(args, cwd=cwd)
         if done.returncode != 0:
             raise CheckoutError(
-                f"{cwd or self.workspace}: `git {args[0]}` failed: {_last_line(done.stderr)}"
+                f"{cwd or self.workspace}: `git {args[0]}` failed: {_reason(done.stderr)}"
             )
         return done.stdout.strip()
 
@@ -175,7 +179,7 @@ def _check_workspace(git: _Git) -> None:
         )
     done = git.run(["rev-parse", "--show-toplevel"])
     if done.returncode != 0 or Path(done.stdout.strip()) != git.workspace.resolve():
-        reason = _last_line(done.stderr) if done.returncode else "it is inside another one"
+        reason = _reason(done.stderr) if done.returncode else "it is inside another one"
         raise CheckoutError(
             f"{git.workspace}: not the top of a git checkout ({reason}); check out the "
             "repository with actions/checkout (without `path`) before this step"
@@ -199,7 +203,7 @@ def _resolve_base(git: _Git, name: str, log: Callable[[str], None]) -> str:
         return local.stdout.strip()
     raise CheckoutError(
         f"input `base`: `{name}` names no branch, tag or commit of origin "
-        f"({_last_line(fetched.stderr)}); set it to a branch name, a tag or a full sha"
+        f"({_reason(fetched.stderr)}); set it to a branch name, a tag or a full sha"
     )
 
 
@@ -281,7 +285,7 @@ def _fetch_failed(git: _Git, stderr: str) -> CheckoutError:
         )
     else:
         fix = "set `fetch-depth: 0` on actions/checkout so that the history is there"
-    return CheckoutError(f"{git.workspace}: `git fetch origin` failed: {_last_line(stderr)}; {fix}")
+    return CheckoutError(f"{git.workspace}: `git fetch origin` failed: {_reason(stderr)}; {fix}")
 
 
 def _merge_base(git: _Git, base: str, head: str) -> str | None:
@@ -349,7 +353,10 @@ def _base_branch(git: _Git, name: str) -> str:
     return name if valid and name != "HEAD" else BASE_REF
 
 
-def _last_line(stderr: str) -> str:
-    """The last line git wrote to stderr: its reason, after any progress and hints."""
+def _reason(stderr: str) -> str:
+    """git's reason for a failure, in one line: its first ``fatal:`` or ``error:`` line
+    (the cause; what follows is consequence and advice), else its last line."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+    causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    reason = causes[0] if causes else lines[-1] if lines else "no message"
+    return reason.rstrip(".")
