@@ -33,10 +33,10 @@ from repogym import _git
 from repogym.errors import UsageError
 from repogym_action.event import Target
 
-FETCH_TIMEOUT = 900.0  # seconds for one fetch from origin
+FETCH_TIMEOUT = 900.0  # seconds for one fetch from origin, or the checkout of the head
 LOCAL_TIMEOUT = 120.0  # seconds for a local git command
 FIRST_DEPTH = 50  # commits fetched below base and head at first
-DEEPEN_LIMIT = 1600  # commits fetched by deepening before the whole history is asked for
+DEEPENINGS = 5  # deepenings (by 50, 100, ... 800 commits) before the whole history is fetched
 
 HEAD_REF = "refs/repogym/head"  # in the private clone; outside refs/heads, so no branch collides
 BASE_REF = "repogym-base"  # the base's branch in the clone when its own name cannot serve
@@ -132,9 +132,11 @@ class _Git:
         except FileNotFoundError:
             raise CheckoutError("git is not installed or not on PATH: install git") from None
 
-    def out(self, args: Sequence[str], *, cwd: Path | None = None) -> str:
+    def out(
+        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
+    ) -> str:
         """stdout of a command that must succeed, stripped."""
-        done = self.run(args, cwd=cwd)
+        done = self.run(args, cwd=cwd, timeout=timeout)
         if done.returncode != 0:
             raise CheckoutError(
                 f"{cwd or self.workspace}: `git {args[0]}` failed: {_reason(done.stderr)}"
@@ -195,7 +197,7 @@ def _resolve_base(git: _Git, name: str, log: Callable[[str], None]) -> str:
     """The commit the `base` input names: its tip on origin, else a local commit."""
     log(f"fetching the base `{name}` from origin")
     depth = [f"--depth={FIRST_DEPTH}"] if git.shallow() else []
-    fetched = git.run(["fetch", *_FETCH, *depth, "origin", name], timeout=FETCH_TIMEOUT)
+    fetched = git.run(_fetch_command(depth, [name]), timeout=FETCH_TIMEOUT)
     if fetched.returncode == 0:
         return git.out(["rev-parse", "--verify", "FETCH_HEAD^{commit}"])
     local = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"])
@@ -207,8 +209,11 @@ def _resolve_base(git: _Git, name: str, log: Callable[[str], None]) -> str:
     )
 
 
-# Fetch only what is named, into FETCH_HEAD: no tags, no remote-tracking refs written.
-_FETCH = ("--no-tags", "--refmap=", "--no-recurse-submodules")
+def _fetch_command(options: Sequence[str], wants: Sequence[str]) -> list[str]:
+    """``git fetch`` of only ``wants`` from origin, into FETCH_HEAD: no tags, no
+    remote-tracking refs written, and no want (a `base` input) read as an option."""
+    no_more = ["--no-tags", "--refmap=", "--no-recurse-submodules"]
+    return ["fetch", *no_more, *options, "--end-of-options", "origin", *wants]
 
 
 def _fallback_refs(target: Target) -> list[str]:
@@ -230,54 +235,47 @@ def _fetch_history(
     found = _merge_base(git, base, head)
     if found is not None:
         return found
-    shallow = git.shallow()
-    depth = [f"--depth={FIRST_DEPTH}"] if shallow else []
-    log(f"fetching base {base[:12]} and head {head[:12]} from origin" + _depth_note(depth))
-    wants = _fetch_first(git, [base, head], fallback, depth)
-    step, deepened = FIRST_DEPTH, 0
-    while (found := _merge_base(git, base, head)) is None and git.shallow():
-        if deepened < DEEPEN_LIMIT:
-            log(f"deepening the history by {step} commits to reach the merge base")
-            _fetch(git, wants, [f"--deepen={step}"])
-            deepened, step = deepened + step, step * 2
-        else:
-            log("fetching the whole history to reach the merge base")
-            _fetch(git, wants, ["--unshallow"])
-            found = _merge_base(git, base, head)
+    wants: Sequence[str] = [base, head]
+    if not (_has(git, base) and _has(git, head)):
+        depth = [f"--depth={FIRST_DEPTH}"] if git.shallow() else []
+        note = f" ({FIRST_DEPTH} commits deep)" if depth else ""
+        log(f"fetching base {base[:12]} and head {head[:12]} from origin{note}")
+        wants = _fetch(git, wants, fallback, depth)
+    # Deeper and deeper (50, 100, ... commits below the shallow boundary), then all.
+    rounds = [f"--deepen={FIRST_DEPTH << n}" for n in range(DEEPENINGS)] + ["--unshallow"]
+    for args in rounds:
+        if _merge_base(git, base, head) is not None or not git.shallow():
             break
+        log(
+            f"deepening the history by {args.partition('=')[2]} commits to reach the merge base"
+            if args != "--unshallow"
+            else "fetching the whole history to reach the merge base"
+        )
+        wants = _fetch(git, wants, fallback, [args])
+    found = _merge_base(git, base, head)
     if found is None:
         raise _no_merge_base(git, base, head)
     return found
 
 
-def _depth_note(depth: Sequence[str]) -> str:
-    return f" ({depth[0].removeprefix('--')})" if depth else ""
-
-
-def _fetch_first(
-    git: _Git, shas: Sequence[str], fallback: Sequence[str], depth: Sequence[str]
+def _fetch(
+    git: _Git, wants: Sequence[str], fallback: Sequence[str], args: Sequence[str]
 ) -> Sequence[str]:
-    """Fetch ``shas``, else the ``fallback`` refs that hold them; what was fetched, to
-    deepen later."""
-    done = git.run(["fetch", *_FETCH, *depth, "origin", *shas], timeout=FETCH_TIMEOUT)
+    """Fetch ``wants`` (shas) from origin, else the ``fallback`` refs that hold them;
+    what was fetched, to deepen the same way later."""
+    done = git.run(_fetch_command(args, wants), timeout=FETCH_TIMEOUT)
     if done.returncode == 0:
-        return shas
-    if not fallback or _AUTH_FAILURE.search(done.stderr):
+        return wants
+    if not fallback or wants == fallback or _AUTH_FAILURE.search(done.stderr):
         raise _fetch_failed(git, done.stderr)
-    _fetch(git, fallback, depth)
-    return fallback
-
-
-def _fetch(git: _Git, wants: Sequence[str], args: Sequence[str]) -> None:
-    done = git.run(["fetch", *_FETCH, *args, "origin", *wants], timeout=FETCH_TIMEOUT)
-    if done.returncode != 0:
-        raise _fetch_failed(git, done.stderr)
+    return _fetch(git, fallback, fallback, args)
 
 
 def _fetch_failed(git: _Git, stderr: str) -> CheckoutError:
     """The error for a fetch that failed: when origin wanted credentials, the setting
     that keeps actions/checkout's; else the one that makes fetching needless."""
-    credentials = git.ok(["config", "--get-regexp", r"^http\..*extraheader$"])
+    keys = r"^(http\..*\.extraheader|core\.sshcommand)$"  # what actions/checkout persists
+    credentials = git.ok(["config", "--get-regexp", keys])
     if _AUTH_FAILURE.search(stderr) or not credentials:
         fix = (
             "actions/checkout must leave its credentials for this step: keep "
@@ -339,7 +337,8 @@ def _clone(git: _Git, into: Path, name: str, base: str, head: str) -> str:
     branch = _base_branch(git, name)
     git.out(["update-ref", f"refs/heads/{branch}", base], cwd=into)
     git.out(["update-ref", HEAD_REF, head], cwd=into)
-    git.out(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", head], cwd=into)
+    checkout = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", head]
+    git.out(checkout, cwd=into, timeout=FETCH_TIMEOUT)  # a large tree takes a while
     return branch if branch != BASE_REF else base
 
 
@@ -347,7 +346,7 @@ def _base_branch(git: _Git, name: str) -> str:
     """The base's branch name in the clone: its own name when that is a branch name that
     cannot be taken for a sha, else :data:`BASE_REF`."""
     name = name.removeprefix("refs/heads/")
-    if _HEX.fullmatch(name) or name.startswith("refs/"):
+    if _HEX.fullmatch(name) or name.startswith(("refs/", "-")):
         return BASE_REF
     valid = git.ok(["check-ref-format", f"refs/heads/{name}"])
     return name if valid and name != "HEAD" else BASE_REF

@@ -188,35 +188,53 @@ def actions_checkout(
     credentials_file: Path | None = None,
 ) -> str:
     """Clone pull request ``number`` of ``origin`` into ``workspace`` as actions/checkout
-    does for a ``pull_request`` event; the merge commit's sha (``GITHUB_SHA``).
+    does for a ``pull_request`` event: its test merge, checked out detached; that
+    merge commit's sha (``GITHUB_SHA``).
 
     With ``credentials_file``, the extraheader goes in that file and ``.git/config``
     includes it for this git directory (actions/checkout v6); else it is in
     ``.git/config`` itself (v4, v5). ``persist_credentials=False`` leaves none."""
-    merge = origin.sha(f"refs/pull/{number}/merge")
+    return checkout_ref(
+        origin,
+        f"refs/pull/{number}/merge",
+        workspace,
+        persist_credentials=persist_credentials,
+        credentials_file=credentials_file,
+    )
+
+
+def checkout_ref(
+    origin: Origin,
+    ref: str,
+    workspace: Path,
+    *,
+    persist_credentials: bool = True,
+    credentials_file: Path | None = None,
+) -> str:
+    """Clone ``ref`` of ``origin`` (``refs/pull/N/merge``, ``refs/heads/...``) into
+    ``workspace`` as actions/checkout does, depth 1; the sha checked out."""
+    sha = origin.sha(ref)
+    # Where actions/checkout keeps it: refs/remotes/origin/<branch>, refs/remotes/pull/N/merge.
+    if ref.startswith("refs/heads/"):
+        tracking = "refs/remotes/origin/" + ref.removeprefix("refs/heads/")
+    else:
+        tracking = "refs/remotes/" + ref.removeprefix("refs/")
     workspace.mkdir(parents=True, exist_ok=True)
     git(workspace, "init", "--quiet")
     git(workspace, "remote", "add", "origin", origin.url)
     if persist_credentials:
-        key = f"http.{origin.url}/.extraheader"
-        if credentials_file is None:
-            git(workspace, "config", "--local", key, EXTRAHEADER)
-        else:
-            git(workspace, "config", "--file", str(credentials_file), key, EXTRAHEADER)
-            gitdir = (workspace / ".git").resolve()
-            include = f"includeIf.gitdir:{gitdir}.path"
-            git(workspace, "config", "--local", include, str(credentials_file))
-    git(
-        workspace,
-        "-c",
-        "protocol.version=2",
-        "fetch",
-        "--no-tags",
-        "--prune",
-        "--no-recurse-submodules",
-        "--depth=1",
-        "origin",
-        f"+{merge}:refs/remotes/pull/{number}/merge",
-    )
-    git(workspace, "checkout", "--quiet", "--force", f"refs/remotes/pull/{number}/merge")
-    return merge
+        _persist_credentials(origin, workspace, credentials_file)
+    fetch = ["fetch", "--no-tags", "--prune", "--no-recurse-submodules", "--depth=1"]
+    git(workspace, "-c", "protocol.version=2", *fetch, "origin", f"+{sha}:{tracking}")
+    git(workspace, "checkout", "--quiet", "--force", tracking)
+    return sha
+
+
+def _persist_credentials(origin: Origin, workspace: Path, credentials_file: Path | None) -> None:
+    key = f"http.{origin.url}/.extraheader"
+    if credentials_file is None:
+        git(workspace, "config", "--local", key, EXTRAHEADER)
+        return
+    git(workspace, "config", "--file", str(credentials_file), key, EXTRAHEADER)
+    include = f"includeIf.gitdir:{(workspace / '.git').resolve()}.path"
+    git(workspace, "config", "--local", include, str(credentials_file))

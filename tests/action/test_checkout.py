@@ -12,7 +12,7 @@ import pytest
 
 from repogym_action.checkout import Checkout, CheckoutError, prepare
 from repogym_action.event import PullRequest, Target
-from tests.action.gitrepo import EXTRAHEADER, Origin, Pull, actions_checkout, git
+from tests.action.gitrepo import EXTRAHEADER, Origin, Pull, actions_checkout, checkout_ref, git
 
 NUMBER = 7
 FIXED = "def parse(text):\n    return text.strip()\n"
@@ -328,3 +328,54 @@ def test_the_clone_goes_only_into_an_empty_directory(tmp_path: Path) -> None:
 
     with pytest.raises(CheckoutError, match=r"exists and is not an empty directory"):
         run_prepare(workspace, target_of(origin.pull(NUMBER)), into)
+
+
+def test_a_merge_group_grades_the_queues_head(tmp_path: Path) -> None:
+    origin, _ = make_origin(tmp_path, pr_commits=3, base_ahead=60)
+    base = origin.sha("refs/heads/main")
+    queue = "gh-readonly-queue/main/pr-7-" + base
+    head = origin.commit(queue, {"src/app.py": FIXED}, message="Merge pull request #7", start=base)
+    workspace = tmp_path / "workspace"
+    assert checkout_ref(origin, f"refs/heads/{queue}", workspace) == head
+    target = Target(
+        event="merge_group", pull=None, base_ref="main", base_sha=base, head_sha=head, comment=False
+    )
+
+    checkout, _ = run_prepare(workspace, target, tmp_path / "tree")
+
+    assert (checkout.base_ref, checkout.base, checkout.head, checkout.merge_base) == (
+        "main",
+        base,
+        head,
+        base,
+    )
+    assert (checkout.tree / "src/app.py").read_text() == FIXED
+
+
+def test_history_beyond_the_deepenings_is_fetched_whole(tmp_path: Path) -> None:
+    origin, fork = make_origin(tmp_path, pr_commits=1700)
+    workspace = tmp_path / "workspace"
+    actions_checkout(origin, NUMBER, workspace)
+    pull = origin.pull(NUMBER)
+
+    checkout, lines = run_prepare(workspace, target_of(pull), tmp_path / "tree")
+
+    assert checkout.merge_base == fork
+    assert "fetching the whole history to reach the merge base" in lines
+    assert git(workspace, "rev-parse", "--is-shallow-repository").strip() == "false"
+    assert not (checkout.tree / ".git" / "shallow").exists()
+    assert_private_clone(checkout, origin, pull)
+
+
+def test_a_base_input_is_never_an_option_to_git(tmp_path: Path) -> None:
+    origin, _ = make_origin(tmp_path)
+    workspace = tmp_path / "workspace"
+    actions_checkout(origin, NUMBER, workspace)
+    marker = tmp_path / "ran"
+    target = target_of(
+        origin.pull(NUMBER), base_ref=f"--upload-pack=touch {marker};git-upload-pack"
+    )
+
+    with pytest.raises(CheckoutError, match=r"^input `base`: `--upload-pack="):
+        run_prepare(workspace, target, tmp_path / "tree")
+    assert not marker.exists()
