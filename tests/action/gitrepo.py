@@ -175,6 +175,16 @@ class Origin:
             git(self.path, "update-ref", f"refs/pull/{number}/merge", merge)
 
 
+def files_of(directory: Path) -> dict[str, str | bytes | None]:
+    """Every file under ``directory`` by its path relative to it, to commit: an example's
+    ``repo`` as the base, its ``solution`` as a pull request."""
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
 def _data(raw: bytes) -> list[bytes]:
     return [f"data {len(raw)}".encode(), raw]
 

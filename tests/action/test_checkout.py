@@ -10,9 +10,18 @@ from pathlib import Path
 
 import pytest
 
+import repogym
 from repogym_action.checkout import Checkout, CheckoutError, prepare
 from repogym_action.event import PullRequest, Target
-from tests.action.gitrepo import EXTRAHEADER, Origin, Pull, actions_checkout, checkout_ref, git
+from tests.action.gitrepo import (
+    EXTRAHEADER,
+    Origin,
+    Pull,
+    actions_checkout,
+    checkout_ref,
+    files_of,
+    git,
+)
 
 NUMBER = 7
 FIXED = "def parse(text):\n    return text.strip()\n"
@@ -379,3 +388,22 @@ def test_a_base_input_is_never_an_option_to_git(tmp_path: Path) -> None:
     with pytest.raises(CheckoutError, match=r"^input `base`: `--upload-pack="):
         run_prepare(workspace, target, tmp_path / "tree")
     assert not marker.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_repogym_grades_the_clone_of_another_uids_workspace(tmp_path: Path) -> None:
+    example = Path(__file__).parents[2] / "examples" / "bugfix"
+    origin = Origin(tmp_path / "origin.git")
+    fork = origin.commit("main", files_of(example / "repo"), message="the task")
+    origin.commit("fix", files_of(example / "solution"), start=fork, count=70)
+    origin.commit("main", {"NEWS.md": "news\n"}, count=5)
+    pull = origin.open_pull(NUMBER, head="fix")
+    workspace = tmp_path / "workspace"
+    actions_checkout(origin, NUMBER, workspace)
+    subprocess.run(["chown", "-R", "12345:12345", workspace], check=True)
+
+    checkout, _ = run_prepare(workspace, target_of(pull), tmp_path / "tree")
+    grading = repogym.grade(checkout.tree, base=checkout.base_ref)
+
+    assert (grading.base_ref, grading.merge_base) == ("main", fork)
+    assert grading.result.passed, grading.result.summary()
