@@ -3,6 +3,7 @@ refs/pull/N/merge, and a workspace cloned from it the way actions/checkout clone
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -271,15 +272,7 @@ def test_a_head_that_is_not_on_origin(tmp_path: Path) -> None:
     actions_checkout(origin, NUMBER, workspace)
     pull = origin.pull(NUMBER)
     gone = Origin(tmp_path / "elsewhere.git").commit("main", {"x": "y\n"})
-    target = target_of(pull)
-    target = Target(
-        event=target.event,
-        pull=target.pull,
-        base_ref=target.base_ref,
-        base_sha=target.base_sha,
-        head_sha=gone,
-        comment=True,
-    )
+    target = dataclasses.replace(target_of(pull), head_sha=gone)
 
     with pytest.raises(CheckoutError, match=rf"the head commit {gone} is not on origin"):
         run_prepare(workspace, target, tmp_path / "tree")
@@ -352,12 +345,8 @@ def test_a_merge_group_grades_the_queues_head(tmp_path: Path) -> None:
 
     checkout, _ = run_prepare(workspace, target, tmp_path / "tree")
 
-    assert (checkout.base_ref, checkout.base, checkout.head, checkout.merge_base) == (
-        "main",
-        base,
-        head,
-        base,
-    )
+    assert (checkout.base, checkout.head, checkout.merge_base) == (base, head, base)
+    assert checkout.base_ref == "main"
     assert (checkout.tree / "src/app.py").read_text() == FIXED
 
 
