@@ -1,0 +1,361 @@
+"""The commits a run grades, made ready in a private clone.
+
+actions/checkout leaves the workspace with one commit: for a pull request the test merge
+GitHub made (``refs/pull/N/merge``), fetched with depth 1. Grading needs more: the base
+(where the task is read, issue 10: a pull request cannot change its own rubric), the head
+(the tree that is graded) and their merge base (the baseline). :func:`prepare` fetches
+them into the workspace from ``origin`` with whatever credentials actions/checkout left
+there, deepening the history until the merge base is in it, then makes a private clone
+that borrows the workspace's objects (``objects/info/alternates``) and has the head
+checked out.
+
+Git runs with a configuration of our own: the workspace is mounted from the runner and
+belongs to another uid than the container's, which git refuses to work in unless
+``safe.directory`` names it. That setting lives in a temporary file that
+``GIT_CONFIG_GLOBAL`` points at, so the user's own global configuration is neither read
+nor written. The private clone has no remote and no credentials: the submission's code
+runs in it later, and must find no token there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogym import _git
+from repogym.errors import UsageError
+from repogym_action.event import Target
+
+FETCH_TIMEOUT = 900.0  # seconds for one fetch from origin, or the checkout of the head
+LOCAL_TIMEOUT = 120.0  # seconds for a local git command
+FIRST_DEPTH = 50  # commits fetched below base and head at first
+DEEPENINGS = 5  # deepenings (by 50, 100, ... 800 commits) before the whole history is fetched
+
+HEAD_REF = "refs/repogym/head"  # in the private clone; outside refs/heads, so no branch collides
+BASE_REF = "repogym-base"  # the base's branch in the clone when its own name cannot serve
+
+# What the environment may pass on to git: finding the network (proxies, CA files) and
+# the credentials actions/checkout left (an ssh key under RUNNER_TEMP, an agent).
+_PASSED = (
+    "PATH", "HOME", "TMPDIR", "RUNNER_TEMP", "SSH_AUTH_SOCK",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
+)  # fmt: skip
+
+# How git says that origin wanted credentials it did not get (LC_ALL=C).
+_AUTH_FAILURE = re.compile(
+    r"Authentication failed|could not read (Username|Password)|terminal prompts disabled"
+    r"|Permission denied|Repository not found|Invalid username or password"
+    r"|\b(401|403)\b",
+    re.IGNORECASE,
+)
+_HEX = re.compile(r"[0-9a-f]{4,64}")
+
+
+class CheckoutError(UsageError):
+    """The commits to grade cannot be had: the workspace is not a checkout, origin
+    refuses to give them, or its history stops short of the merge base."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Checkout:
+    """A private clone with the head checked out (detached), ready to grade with
+    ``repogym.grade(tree, base=base_ref)``."""
+
+    tree: Path
+    base_ref: str  # a branch in ``tree`` at ``base`` (the base's own name), else the sha
+    base: str
+    head: str
+    merge_base: str
+
+
+def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str], None]) -> Checkout:
+    """Fetch what ``target`` needs into ``workspace`` (actions/checkout's clone) and make
+    the private clone ``into`` (a new or empty directory) with its head checked out.
+
+    ``log`` gets one line per step that talks to origin (they can take a while).
+
+    Raises:
+        CheckoutError: one line saying what is missing and which setting to change.
+    """
+    with _workspace_git(workspace) as git:
+        _check_workspace(git)
+        base = target.base_sha or _resolve_base(git, target.base_ref, log)
+        fallback = _fallback_refs(target)
+        merge_base = _fetch_history(git, base, target.head_sha, fallback, log)
+        log(f"base {base[:12]}, head {target.head_sha[:12]}, merge base {merge_base[:12]}")
+        base_ref = _clone(git, into, target.base_ref, base, target.head_sha)
+    return Checkout(
+        tree=into.resolve(),
+        base_ref=base_ref,
+        base=base,
+        head=target.head_sha,
+        merge_base=merge_base,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Git:
+    """git with our environment, in the workspace unless told otherwise."""
+
+    workspace: Path
+    env: dict[str, str]
+
+    def run(
+        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        where = cwd or self.workspace
+        try:
+            return subprocess.run(
+                _git.command(args),
+                cwd=where,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise CheckoutError(
+                f"{where}: `git {args[0]}` took longer than {timeout:.0f} s; "
+                "re-run the job, or set `fetch-depth: 0` on actions/checkout"
+            ) from None
+        except FileNotFoundError:
+            raise CheckoutError("git is not installed or not on PATH: install git") from None
+
+    def out(
+        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
+    ) -> str:
+        """stdout of a command that must succeed, stripped."""
+        done = self.run(args, cwd=cwd, timeout=timeout)
+        if done.returncode != 0:
+            raise CheckoutError(
+                f"{cwd or self.workspace}: `git {args[0]}` failed: {_reason(done.stderr)}"
+            )
+        return done.stdout.strip()
+
+    def ok(self, args: Sequence[str]) -> bool:
+        return self.run(args).returncode == 0
+
+    def shallow(self) -> bool:
+        return self.out(["rev-parse", "--is-shallow-repository"]) == "true"
+
+
+@contextmanager
+def _workspace_git(workspace: Path) -> Iterator[_Git]:
+    """A :class:`_Git` whose global configuration is a temporary file of ours that lets
+    git work in ``workspace`` (``safe.directory``); removed afterwards."""
+    env = {name: os.environ[name] for name in _PASSED if name in os.environ}
+    with tempfile.TemporaryDirectory(prefix="repogym-git-") as private:
+        config = Path(private) / "gitconfig"
+        config.touch(mode=0o600)
+        env.update(
+            GIT_CONFIG_GLOBAL=str(config),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_ATTR_NOSYSTEM="1",
+            GIT_TERMINAL_PROMPT="0",
+            LC_ALL="C",
+        )
+        git = _Git(workspace, env)
+        for path in dict.fromkeys([str(workspace.absolute()), str(workspace.resolve())]):
+            add = ["config", "--file", str(config), "--add", "safe.directory", path]
+            git.out(add, cwd=Path(private))
+        yield git
+
+
+def _check_workspace(git: _Git) -> None:
+    """The workspace must be a clone with the remote ``origin``."""
+    if not git.workspace.is_dir():
+        raise CheckoutError(
+            f"{git.workspace}: the workspace is not a directory; check out the repository "
+            "with actions/checkout before this step"
+        )
+    done = git.run(["rev-parse", "--show-toplevel"])
+    if done.returncode != 0 or Path(done.stdout.strip()) != git.workspace.resolve():
+        reason = _reason(done.stderr) if done.returncode else "it is inside another one"
+        raise CheckoutError(
+            f"{git.workspace}: not the top of a git checkout ({reason}); check out the "
+            "repository with actions/checkout (without `path`) before this step"
+        )
+    if not git.ok(["config", "--get", "remote.origin.url"]):
+        raise CheckoutError(
+            f"{git.workspace}: the checkout has no remote `origin` to fetch the pull "
+            "request's commits from; check it out with actions/checkout"
+        )
+
+
+def _resolve_base(git: _Git, name: str, log: Callable[[str], None]) -> str:
+    """The commit the `base` input names: its tip on origin, else a local commit."""
+    log(f"fetching the base `{name}` from origin")
+    depth = [f"--depth={FIRST_DEPTH}"] if git.shallow() else []
+    fetched = git.run(_fetch_command(depth, [name]), timeout=FETCH_TIMEOUT)
+    if fetched.returncode == 0:
+        return git.out(["rev-parse", "--verify", "FETCH_HEAD^{commit}"])
+    local = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{name}^{{commit}}"])
+    if local.returncode == 0:
+        return local.stdout.strip()
+    raise CheckoutError(
+        f"input `base`: `{name}` names no branch, tag or commit of origin "
+        f"({_reason(fetched.stderr)}); set it to a branch name, a tag or a full sha"
+    )
+
+
+def _fetch_command(options: Sequence[str], wants: Sequence[str]) -> list[str]:
+    """``git fetch`` of only ``wants`` from origin, into FETCH_HEAD: no tags, no
+    remote-tracking refs written, and no want (a `base` input) read as an option."""
+    no_more = ["--no-tags", "--refmap=", "--no-recurse-submodules"]
+    return ["fetch", *no_more, *options, "--end-of-options", "origin", *wants]
+
+
+def _fallback_refs(target: Target) -> list[str]:
+    """Refs that hold the target's commits, for an origin that will not give a commit
+    by its sha (an older server): the base branch and the pull request's head."""
+    refs = []
+    if not _HEX.fullmatch(target.base_ref) and not target.base_ref.startswith("refs/"):
+        refs.append(f"refs/heads/{target.base_ref}")
+    if target.pull is not None:
+        refs.append(f"refs/pull/{target.pull.number}/head")
+    return refs
+
+
+def _fetch_history(
+    git: _Git, base: str, head: str, fallback: Sequence[str], log: Callable[[str], None]
+) -> str:
+    """Fetch ``base``, ``head`` and the history down to their merge base; the merge
+    base. Nothing is fetched when the workspace has it all (``fetch-depth: 0``)."""
+    found = _merge_base(git, base, head)
+    if found is not None:
+        return found
+    wants: Sequence[str] = [base, head]
+    if not (_has(git, base) and _has(git, head)):
+        depth = [f"--depth={FIRST_DEPTH}"] if git.shallow() else []
+        note = f" ({FIRST_DEPTH} commits deep)" if depth else ""
+        log(f"fetching base {base[:12]} and head {head[:12]} from origin{note}")
+        wants = _fetch(git, wants, fallback, depth)
+    # Deeper and deeper (50, 100, ... commits below the shallow boundary), then all.
+    rounds = [f"--deepen={FIRST_DEPTH << n}" for n in range(DEEPENINGS)] + ["--unshallow"]
+    for args in rounds:
+        if _merge_base(git, base, head) is not None or not git.shallow():
+            break
+        log(
+            f"deepening the history by {args.partition('=')[2]} commits to reach the merge base"
+            if args != "--unshallow"
+            else "fetching the whole history to reach the merge base"
+        )
+        wants = _fetch(git, wants, fallback, [args])
+    found = _merge_base(git, base, head)
+    if found is None:
+        raise _no_merge_base(git, base, head)
+    return found
+
+
+def _fetch(
+    git: _Git, wants: Sequence[str], fallback: Sequence[str], args: Sequence[str]
+) -> Sequence[str]:
+    """Fetch ``wants`` (shas) from origin, else the ``fallback`` refs that hold them;
+    what was fetched, to deepen the same way later."""
+    done = git.run(_fetch_command(args, wants), timeout=FETCH_TIMEOUT)
+    if done.returncode == 0:
+        return wants
+    if not fallback or wants == fallback or _AUTH_FAILURE.search(done.stderr):
+        raise _fetch_failed(git, done.stderr)
+    return _fetch(git, fallback, fallback, args)
+
+
+def _fetch_failed(git: _Git, stderr: str) -> CheckoutError:
+    """The error for a fetch that failed: when origin wanted credentials, the setting
+    that keeps actions/checkout's; else the one that makes fetching needless."""
+    keys = r"^(http\..*\.extraheader|core\.sshcommand)$"  # what actions/checkout persists
+    credentials = git.ok(["config", "--get-regexp", keys])
+    if _AUTH_FAILURE.search(stderr) or not credentials:
+        fix = (
+            "actions/checkout must leave its credentials for this step: keep "
+            "`persist-credentials: true` (its default), or set `fetch-depth: 0` on it"
+        )
+    else:
+        fix = "set `fetch-depth: 0` on actions/checkout so that the history is there"
+    return CheckoutError(f"{git.workspace}: `git fetch origin` failed: {_reason(stderr)}; {fix}")
+
+
+def _merge_base(git: _Git, base: str, head: str) -> str | None:
+    """The merge base of ``base`` and ``head`` if the workspace holds them and the
+    history down to it, else None."""
+    if not (_has(git, base) and _has(git, head)):
+        return None
+    done = git.run(["merge-base", base, head])
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _has(git: _Git, sha: str) -> bool:
+    return git.ok(["cat-file", "-e", f"{sha}^{{commit}}"])
+
+
+def _no_merge_base(git: _Git, base: str, head: str) -> CheckoutError:
+    """Why the merge base is not there after fetching all origin would give."""
+    for role, sha in (("base", base), ("head", head)):
+        if not _has(git, sha):
+            return CheckoutError(
+                f"{git.workspace}: the {role} commit {sha} is not on origin (was the branch "
+                "force-pushed since the event?); re-run the workflow for the current commits"
+            )
+    if git.shallow():
+        return CheckoutError(
+            f"{git.workspace}: the history fetched from origin does not reach the merge base "
+            f"of base {base[:12]} and head {head[:12]}; set `fetch-depth: 0` on "
+            "actions/checkout"
+        )
+    return CheckoutError(
+        f"{git.workspace}: base {base[:12]} and head {head[:12]} have no common ancestor "
+        "(unrelated histories); set the `base` input to the branch the pull request "
+        "was made from"
+    )
+
+
+def _clone(git: _Git, into: Path, name: str, base: str, head: str) -> str:
+    """Make the private clone ``into`` with ``head`` checked out; the base's ref there."""
+    if into.exists() and (not into.is_dir() or any(into.iterdir())):
+        raise CheckoutError(f"{into}: exists and is not an empty directory; remove it first")
+    into.mkdir(parents=True, exist_ok=True)
+    object_format = git.out(["rev-parse", "--show-object-format"])
+    git.out(["init", "--quiet", "--template=", f"--object-format={object_format}"], cwd=into)
+    objects = git.workspace / git.out(["rev-parse", "--git-path", "objects"])
+    alternates = into / ".git" / "objects" / "info" / "alternates"
+    alternates.parent.mkdir(parents=True, exist_ok=True)
+    alternates.write_text(f"{objects.resolve()}\n")
+    shallow = git.workspace / git.out(["rev-parse", "--git-path", "shallow"])
+    if shallow.is_file():
+        shutil.copyfile(shallow, into / ".git" / "shallow")
+    branch = _base_branch(git, name)
+    git.out(["update-ref", f"refs/heads/{branch}", base], cwd=into)
+    git.out(["update-ref", HEAD_REF, head], cwd=into)
+    checkout = ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", head]
+    git.out(checkout, cwd=into, timeout=FETCH_TIMEOUT)  # a large tree takes a while
+    return branch if branch != BASE_REF else base
+
+
+def _base_branch(git: _Git, name: str) -> str:
+    """The base's branch name in the clone: its own name when that is a branch name that
+    cannot be taken for a sha, else :data:`BASE_REF`."""
+    name = name.removeprefix("refs/heads/")
+    if _HEX.fullmatch(name) or name.startswith(("refs/", "-")):
+        return BASE_REF
+    valid = git.ok(["check-ref-format", f"refs/heads/{name}"])
+    return name if valid and name != "HEAD" else BASE_REF
+
+
+def _reason(stderr: str) -> str:
+    """git's reason for a failure, in one line: its first ``fatal:`` or ``error:`` line
+    (the cause; what follows is consequence and advice), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    reason = causes[0] if causes else lines[-1] if lines else "no message"
+    return reason.rstrip(".")
