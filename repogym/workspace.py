@@ -258,23 +258,29 @@ def task_for(
     return task_at(repo, commit, ref)
 
 
-def task_at(repo: Path, commit: str, ref: str | None = None) -> Task:
-    """The task file as it is at ``commit`` (never the submission's copy)."""
-    entry = _git.tree_entry(repo, commit, TASK_FILE)
+def task_at(
+    repo: Path,
+    commit: str,
+    ref: str | None = None,
+    *,
+    path: str = TASK_FILE,
+    fix: str = "or pass one with --task FILE",
+) -> Task:
+    """The task file at ``path`` as it is at ``commit`` (never the submission's copy);
+    ``fix`` ends the message when there is none: how else to give one."""
+    entry = _git.tree_entry(repo, commit, path)
     name = ref or commit[:12]
     if entry is None:
         raise WorkspaceError(
-            f"{TASK_FILE} not found at {name}: commit a task file on the base branch, "
-            "or pass one with --task FILE"
+            f"{path} not found at {name}: commit a task file on the base branch, {fix}"
         )
     if entry.type != "blob" or entry.symlink:
         what = {"tree": "a directory", "commit": "a submodule"}.get(entry.type, "a symlink")
         raise WorkspaceError(
-            f"{TASK_FILE} at {name} is {what}: commit the task file itself there, "
-            "or pass one with --task FILE"
+            f"{path} at {name} is {what}: commit the task file itself there, {fix}"
         )
     raw = _git.git(["cat-file", "blob", entry.sha], repo)
-    return parse_task(raw, f"{TASK_FILE}@{name}")
+    return parse_task(raw, f"{path}@{name}")
 
 
 _BASELINES: dict[tuple[str, str], Path] = {}

@@ -1,0 +1,90 @@
+"""A report's findings as a check run's annotations.
+
+A finding may come from the submission (a path, a message its tests printed), so what
+GitHub is sent is checked the way GitHub checks it: a path relative to the repository
+(never absolute, never ``..``), a line of at least 1, a title of at most 255 characters
+and a message of at most 64 KiB; text is cut with a note of how much was left out. A
+finding without a path stays in the summary only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+MAX_TITLE = 255  # characters
+MAX_MESSAGE = 64 * 1024  # bytes
+MAX_PATH = 1024  # characters
+# Sent at most: 20 requests of 50; a report with more says so in the summary.
+MAX_ANNOTATIONS = 1000
+
+LEVELS = {"failure": "failure", "warning": "warning", "notice": "notice"}
+_UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def to_annotations(report: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The annotations of every finding with a usable path, in component order, at most
+    :data:`MAX_ANNOTATIONS`; and how many findings with a path were left out."""
+    made: list[dict[str, Any]] = []
+    left = 0
+    for component in report.get("components") or []:
+        for finding in component.get("findings") or []:
+            annotation = _annotation(str(component.get("name", "")), finding)
+            if annotation is None:
+                continue
+            if len(made) < MAX_ANNOTATIONS:
+                made.append(annotation)
+            else:
+                left += 1
+    return made, left
+
+
+def _annotation(component: str, finding: Mapping[str, Any]) -> dict[str, Any] | None:
+    path = finding.get("path")
+    if not isinstance(path, str) or not _usable(path):
+        return None
+    line = finding.get("line")
+    line = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else 1
+    title = str(finding.get("title") or component or "repogym")
+    annotation: dict[str, Any] = {
+        "path": path,
+        "start_line": line,
+        "end_line": line,
+        "annotation_level": LEVELS.get(str(finding.get("level")), "failure"),
+        "message": cut_bytes(str(finding.get("message") or title), MAX_MESSAGE),
+        "title": cut_chars(title, MAX_TITLE),
+    }
+    return annotation
+
+
+def _usable(path: str) -> bool:
+    parts = path.split("/")
+    return (
+        0 < len(path) <= MAX_PATH
+        and not path.startswith("/")
+        and not _UNSAFE_PATH.search(path)
+        and all(part not in ("", ".", "..") for part in parts)
+    )
+
+
+def cut_chars(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, ending with how many were cut."""
+    if len(text) <= limit:
+        return text
+    for keep in range(limit, -1, -1):
+        note = f"… ({len(text) - keep} more characters)"
+        if keep + len(note) <= limit:
+            return text[:keep] + note
+    return text[:limit]  # pragma: no cover - a limit shorter than the note
+
+
+def cut_bytes(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` bytes of UTF-8, cut between characters, ending
+    with how many characters were cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    note_room = 64
+    kept = data[: limit - note_room].decode("utf-8", "ignore")
+    return f"{kept}… ({len(text) - len(kept)} more characters)"

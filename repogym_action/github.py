@@ -1,0 +1,281 @@
+"""What the Action reads from and writes to GitHub, through PyGithub.
+
+Every request goes to ``GITHUB_API_URL`` (GitHub Enterprise Server included) with the
+token only; the token is never logged. Requests that read, and PATCHes (which set a
+state, so sending one twice does no harm), are retried on a server error; a POST never
+is blindly: a POST that failed may have been done, so before sending it again the
+Action looks for what it would have made (its comment by the marker, its check run by
+name and ``external_id``), and sends it again only when that is not there.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import requests
+from github import Auth, Github, GithubException, GithubRetry
+from github.CheckRun import CheckRun
+from github.Issue import Issue
+from github.IssueComment import IssueComment
+from urllib3.util.retry import Retry
+
+from repogym.errors import RepogymError
+from repogym_action.event import PullRequest
+
+# GitHub: at most 50 annotations per request; more are sent by further updates.
+ANNOTATIONS_PER_REQUEST = 50
+# How many times a request is sent at most, and how many the POST-safe loop tries.
+ATTEMPTS = 3
+# Who writes with a workflow's GITHUB_TOKEN (an installation token, which GET /user refuses).
+ACTIONS_BOT = "github-actions[bot]"
+
+T = TypeVar("T")
+
+
+class ApiError(RepogymError):
+    """A request to GitHub's API failed: one line saying which and how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRef:
+    """A check run the Action made: its id and page."""
+
+    id: int
+    html_url: str
+
+
+def comment_marker(check_name: str, run: str) -> tuple[str, str]:
+    """The hidden first line of the Action's comment, and the part of it every run of
+    this configuration shares (what ``update`` finds a comment by).
+
+    The line names the check, so that two configurations on one repository (two check
+    names) keep a comment each, and the run, so that a POST that failed can be looked for.
+    Both are percent-encoded: they can neither end the HTML comment nor fake another one.
+    """
+    shared = f'<!-- repogym-action:comment check="{urllib.parse.quote(check_name, safe="")}" '
+    return f'{shared}run="{urllib.parse.quote(run, safe="")}" -->', shared
+
+
+class GitHub:
+    """The repository ``owner/name`` on the API at ``api_url``, as ``token`` sees it."""
+
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        token: str,
+        repository: str,
+        seconds_between_writes: float = 1.0,
+        timeout: int = 30,
+    ) -> None:
+        # GitHub asks for a pause between writes; PyGithub keeps it. Its default retry also
+        # retries POST, which could post a comment twice: here only reads and PATCH are.
+        retry = GithubRetry(
+            total=ATTEMPTS - 1,
+            backoff_factor=0.5,
+            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "PATCH"} - {"POST"},
+        )
+        self._github = Github(
+            base_url=api_url.rstrip("/"),
+            auth=Auth.Token(token),
+            retry=retry,
+            timeout=timeout,
+            per_page=100,
+            lazy=True,
+            seconds_between_writes=seconds_between_writes,
+            user_agent="repogym-action",
+        )
+        self.repository = repository
+        self._repo = self._github.get_repo(repository)
+        self._login: str | bool | None = False  # False: not asked yet
+
+    def close(self) -> None:
+        self._github.close()
+
+    # -- pull requests --------------------------------------------------------------
+
+    def pull(self, number: int) -> PullRequest:
+        """The pull request ``number`` as it is now."""
+
+        def read() -> PullRequest:
+            pull = self._repo.get_pull(number)
+            return PullRequest(
+                number=pull.number,
+                base_ref=pull.base.ref,
+                base_sha=pull.base.sha,
+                head_ref=pull.head.ref,
+                head_sha=pull.head.sha,
+                base_repo=pull.base.repo.full_name,
+                head_repo=pull.head.repo.full_name if pull.head.repo is not None else None,
+                html_url=pull.html_url,
+                state=pull.state,
+            )
+
+        return _call(f"GET pull request #{number}", read)
+
+    # -- check runs -----------------------------------------------------------------
+
+    def start_check(
+        self, *, name: str, head_sha: str, external_id: str, details_url: str
+    ) -> CheckRef:
+        """A check run ``name`` on ``head_sha``, ``in_progress`` from now on.
+
+        ``external_id`` (the workflow run and attempt) finds it again when the POST
+        failed after GitHub made it.
+        """
+        started = datetime.datetime.now(datetime.timezone.utc)
+
+        def create() -> CheckRun:
+            return self._repo.create_check_run(
+                name=name,
+                head_sha=head_sha,
+                status="in_progress",
+                started_at=started,
+                external_id=external_id,
+                details_url=details_url,
+            )
+
+        def find() -> CheckRun | None:
+            runs = self._repo.get_commit(head_sha).get_check_runs(check_name=name)
+            return next((r for r in runs if r.external_id == external_id), None)
+
+        run = _post_once(f"create check run {name!r}", create, find)
+        return CheckRef(id=run.id, html_url=run.html_url)
+
+    def finish_check(
+        self,
+        check: CheckRef,
+        *,
+        conclusion: str,
+        title: str,
+        summary: str,
+        text: str,
+        annotations: Sequence[dict[str, Any]],
+    ) -> None:
+        """Complete ``check`` with ``conclusion``; its annotations sent 50 per request,
+        the last batch with the completion, so the check is done only with all of them."""
+        run = self._repo.get_check_run(check.id)
+        batches = list(_batches(annotations, ANNOTATIONS_PER_REQUEST)) or [[]]
+        output = {"title": title, "summary": summary, "text": text}
+        for batch in batches[:-1]:
+            _call(
+                "update check run",
+                functools.partial(run.edit, output={**output, "annotations": batch}),
+            )
+        last = {**output, "annotations": batches[-1]} if batches[-1] else output
+        done = datetime.datetime.now(datetime.timezone.utc)
+        _call(
+            "complete check run",
+            lambda: run.edit(
+                status="completed", conclusion=conclusion, completed_at=done, output=last
+            ),
+        )
+
+    # -- the sticky comment ---------------------------------------------------------
+
+    def find_comment(self, number: int, marker: str) -> IssueComment | None:
+        """The last comment on ``number`` that starts with ``marker`` and was written by
+        whoever the token acts as; comments are read through every page, oldest first."""
+        issue = self._repo.get_issue(number)
+        found = None
+        for comment in _call("list comments", lambda: list(issue.get_comments())):
+            body = comment.body or ""
+            if body.startswith(marker) and self._written_by_us(comment):
+                found = comment
+        return found
+
+    def update_comment(self, number: int, body: str, *, shared: str, marker: str) -> str:
+        """Edit the last comment that starts with ``shared`` to ``body``, or post ``body``
+        (which starts with ``marker``) when there is none; the comment's URL."""
+        existing = self.find_comment(number, shared)
+        if existing is not None:
+            _call("update comment", lambda: existing.edit(body))
+            return str(existing.html_url)
+        return self.new_comment(number, body, marker)
+
+    def new_comment(self, number: int, body: str, marker: str) -> str:
+        """Post ``body`` (which starts with ``marker``, unique to this run) as a new
+        comment; the comment's URL."""
+        issue: Issue = self._repo.get_issue(number)
+
+        def find() -> IssueComment | None:
+            return self.find_comment(number, marker)
+
+        return str(_post_once("post comment", lambda: issue.create_comment(body), find).html_url)
+
+    def _written_by_us(self, comment: IssueComment) -> bool:
+        """Whether ``comment`` was written with this token: by the user a personal token
+        acts as (GET /user), or, for an installation token (which GET /user refuses, as
+        a workflow's GITHUB_TOKEN), by a bot account; nobody can make one of those write
+        a comment that starts with the marker, short of installing an app."""
+        if self._login is False:
+            try:
+                self._login = self._github.get_user().login
+            except GithubException:
+                self._login = None
+        user = comment.user
+        if user is None:
+            return False
+        if isinstance(self._login, str):
+            return bool(user.login == self._login)
+        return bool(user.type == "Bot")
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def _post_once(what: str, create: Callable[[], T], find: Callable[[], T | None]) -> T:
+    """``create()`` (a POST), sent again after a failure only when ``find()`` says that
+    the failed one made nothing: a server error or a lost answer may come after the
+    work was done."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return create()
+        except (GithubException, requests.RequestException) as error:
+            if not _maybe_done(error) or attempt == ATTEMPTS:
+                raise ApiError(_line(what, error)) from None
+        made = _call(f"{what} (looking for it after a failure)", find)
+        if made is not None:
+            return made
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _maybe_done(error: Exception) -> bool:
+    """Whether a failed POST may still have been done: no answer, or a server error."""
+    if isinstance(error, GithubException):
+        return error.status >= 500
+    return True
+
+
+def _call(what: str, action: Callable[[], T]) -> T:
+    """``action()`` with API failures as one :class:`ApiError` line."""
+    try:
+        return action()
+    except (GithubException, requests.RequestException) as error:
+        raise ApiError(_line(what, error)) from None
+
+
+# What to change when GitHub refuses, by status.
+_FIXES = {
+    401: "the token is not valid: check the `github-token` input",
+    403: "the token may not do this: give the job `permissions:` with `checks: write` and "
+    "`pull-requests: write` (a pull request from a fork gets a read-only token)",
+    404: "not found with this token: check the repository and the `github-token` input",
+    422: "GitHub refused the content",
+}
+
+
+def _line(what: str, error: Exception) -> str:
+    if isinstance(error, GithubException):
+        message = error.data.get("message") if isinstance(error.data, dict) else None
+        fix = _FIXES.get(error.status, "")
+        said = f": {message}" if message else ""
+        return f"GitHub API: {what} answered {error.status}{said}" + (f"; {fix}" if fix else "")
+    return f"GitHub API: {what} failed: {type(error).__name__}: {error}"

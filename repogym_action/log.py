@@ -1,0 +1,94 @@
+"""The Action's log while it grades: one collapsible group per grader, the commands it
+runs with their timings, and a line now and then while a long command runs.
+
+Only what the task says is written here (grader names, the task's commands): the task is
+read at the base, never from the pull request. What the commands print is the
+submission's; it stays in the report, out of the log.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from repogym.models import GradeComponent, format_score
+from repogym.runner import CommandResult
+from repogym_action.commands import escape_data
+
+# How often a running command is said to be still running.
+PROGRESS_EVERY = 60.0
+
+
+class LogProgress:
+    """A :class:`repogym.progress.Progress` writing to the Actions log through ``write``
+    (one line per call, no newline)."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        every: float = PROGRESS_EVERY,
+        workspace: Path | None = None,
+    ) -> None:
+        self._write = write
+        self._every = every
+        self._workspace = workspace
+        self._lock = threading.Lock()
+        self._ticker: _Ticker | None = None
+
+    def grader_started(self, name: str) -> None:
+        self._say(f"::group::{escape_data(f'repogym: {name}')}")
+
+    def grader_finished(self, component: GradeComponent, seconds: float) -> None:
+        verdict = "passed" if component.passed else "not passed"
+        self._say(
+            f"{component.name}: {verdict}, score {format_score(component.score)} "
+            f"({component.role.value}) in {seconds:.1f} s"
+        )
+        self._say("::endgroup::")
+
+    def command_started(self, command: str, cwd: Path) -> None:
+        # A line of ours never starts with "::": the runner would read it as a command.
+        self._say(f"$ {command}")
+        self._stop_ticker()
+        self._ticker = _Ticker(self._say, command, self._every)
+
+    def command_finished(self, result: CommandResult) -> None:
+        self._stop_ticker()
+        self._say(f"  {result.describe()}")
+
+    def close(self) -> None:
+        self._stop_ticker()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+
+    def _say(self, line: str) -> None:
+        with self._lock:  # the ticker's thread writes too
+            self._write(line)
+
+
+class _Ticker:
+    """Says every ``every`` seconds that ``command`` still runs, until stopped."""
+
+    def __init__(self, say: Callable[[str], None], command: str, every: float) -> None:
+        self._say = say
+        self._command = command
+        self._every = every
+        self._stopped = threading.Event()
+        self._start = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="repogym-progress", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._every):
+            seconds = time.monotonic() - self._start
+            self._say(f"  still running after {seconds:.0f} s: {self._command}")
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()

@@ -1,0 +1,105 @@
+"""``repogym-action``: grade a pull request and post the verdict (README, "GitHub Action").
+
+One run: read the inputs and the event, start a check run on the head (``in_progress``,
+so the pull request shows it at once), fetch what the grade needs into a private clone,
+grade the head against the merge base with the task read at the base, then complete the
+check run, post the sticky comment, write the job summary, the outputs and the report.
+
+Exit codes: 0 passed (or ``fail: false``), 1 not passed, 2 an error the user can fix (an
+input, the event, the task, the checkout, the API), 3 an error of repogym's. On an error
+the check run is still completed (``failure``, the error in its summary) and an
+``::error::`` says what went wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping
+
+from repogym.errors import RepogymError
+from repogym_action.commands import Commands
+from repogym_action.event import SUPPORTED_EVENTS, read_target
+from repogym_action.github import GitHub
+from repogym_action.grade import grade_target
+from repogym_action.publish import Publication, publish
+from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
+
+EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def main() -> int:
+    """The console script: run with the environment the runner sets."""
+    out = Commands()
+    try:
+        return run(os.environ, out)
+    except Exception as error:  # a bug of ours: say so in one line, the traceback folded
+        with out.group("repogym-action: traceback"):
+            out.untrusted(traceback.format_exc())
+        out.error(f"repogym-action failed: {type(error).__name__}: {error}")
+        return EXIT_INTERNAL
+
+
+def run(env: Mapping[str, str], out: Commands) -> int:
+    """One run of the Action with ``env`` as the runner set it; the exit code."""
+    started = time.monotonic()
+    try:
+        context = parse_context(env)
+        settings = parse_settings(env, workspace=context.workspace)
+    except RepogymError as error:
+        return _failed(out, error)
+    out.mask(settings.github_token)
+    github = GitHub(
+        api_url=context.api_url, token=settings.github_token, repository=context.repository
+    )
+    try:
+        return _graded(context, settings, github, out, started)
+    except RepogymError as error:
+        return _failed(out, error)
+    finally:
+        github.close()
+
+
+def _graded(
+    context: RunContext, settings: Settings, github: GitHub, out: Commands, started: float
+) -> int:
+    target = read_target(
+        context.event_name,
+        context.event_path,
+        base_override=settings.base,
+        pull_number=settings.pull_request,
+        fetch_pull=github.pull,
+    )
+    if target is None:
+        out.notice(
+            f"repogym-action grades the events {', '.join(SUPPORTED_EVENTS)}; "
+            f"{context.event_name} is not one of them, so there is nothing to grade"
+        )
+        return EXIT_PASSED
+    publication = Publication(context=context, settings=settings, target=target, github=github)
+    publication.start(out)
+    graded = grade_target(context, settings, target, out)
+    publish(publication, graded, out)
+    seconds = time.monotonic() - started
+    out.line(
+        f"repogym-action: {graded.summary_line}; {seconds:.1f} s in all, "
+        f"{seconds - graded.seconds:.1f} s beyond the grade"
+    )
+    if graded.error is not None:
+        out.error(graded.error)
+        return EXIT_INTERNAL if graded.internal else EXIT_ERROR
+    if graded.passed or not settings.fail:
+        return EXIT_PASSED
+    return EXIT_FAILED
+
+
+def _failed(out: Commands, error: RepogymError) -> int:
+    for line in error.lines:
+        out.error(line)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

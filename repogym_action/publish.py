@@ -1,0 +1,197 @@
+"""What the Action leaves behind: the report file, the outputs, the job summary, the
+check run and the sticky comment, each rendered from the report by the templates.
+
+Local files come first (they cannot fail for GitHub's reasons), then the check run
+(what branch protection reads), then the comment. One that fails does not stop the
+others; the first failure is raised at the end.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from repogym.errors import RepogymError
+from repogym.models import format_score
+from repogym.render import render
+from repogym.report import error_report, to_json, write_atomic
+from repogym_action.annotations import cut_chars, to_annotations
+from repogym_action.commands import Commands, append_summary, write_outputs
+from repogym_action.event import Target
+from repogym_action.github import CheckRef, GitHub, comment_marker
+from repogym_action.grade import Graded
+from repogym_action.settings import CommentMode, RunContext, Settings
+
+# GitHub's limits, in characters; render() counts UTF-8 bytes, never fewer.
+CHECK_TEXT_LIMIT = 65535
+COMMENT_LIMIT = 65536
+JOB_SUMMARY_LIMIT = 1024 * 1024 - 1024  # the runner drops a step summary over 1 MiB
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+@dataclass(kw_only=True)
+class Publication:
+    """Where this run publishes, and the check run once it is started."""
+
+    context: RunContext
+    settings: Settings
+    target: Target
+    github: GitHub
+    check: CheckRef | None = None
+    problems: list[RepogymError] = field(default_factory=list)
+
+    @property
+    def run_key(self) -> str:
+        """This job of this attempt of this workflow run."""
+        c = self.context
+        return f"{c.run_id}-{c.run_attempt}-{c.job}"
+
+    def start(self, out: Commands) -> None:
+        """The check run, ``in_progress``, on the head: the pull request shows it at once."""
+        if not self.settings.check_run:
+            return
+        self.check = self.github.start_check(
+            name=self.settings.check_name,
+            head_sha=self.target.head_sha,
+            external_id=self.run_key,
+            details_url=self.context.run_url,
+        )
+        out.line(f"check run {self.settings.check_name}: {self.check.html_url}")
+
+
+def publish(publication: Publication, graded: Graded, out: Commands) -> None:
+    """Everything this run leaves; raises the first :class:`RepogymError` of them."""
+    p = publication
+    report = graded.report
+    links = {**_links(p), **_commit_links(p, report)}
+    texts = _render(p, report, links, out)
+    if texts is None:  # the user's templates failed: publish that, with the built-in ones
+        report = error_report("usage", p.problems[-1].lines[0], **_known(report))
+        graded = Graded(report=report, seconds=graded.seconds, error=p.problems[-1].lines[0])
+        texts = _render(p, report, links, out, builtin=True)
+        assert texts is not None
+    _step(p, "report", lambda: _write_report(p, report))
+    _step(p, "outputs", lambda: _write_outputs(p, graded))
+    _step(p, "job summary", lambda: append_summary(p.context.summary_path, texts["job_summary"]))
+    if p.check is not None:
+        _step(p, "check run", lambda: _finish_check(p, graded, texts))
+    if p.target.comment and p.target.pull is not None and p.settings.comment is not CommentMode.OFF:
+        _step(p, "comment", lambda: _comment(p, texts["comment"], out))
+    if p.problems:
+        raise p.problems[0]
+
+
+def _render(
+    p: Publication,
+    report: dict[str, Any],
+    links: dict[str, str],
+    out: Commands,
+    *,
+    builtin: bool = False,
+) -> dict[str, str] | None:
+    template_dir = None if builtin else p.settings.template
+    marker, _ = comment_marker(p.settings.check_name, p.run_key)
+    limits = {
+        "comment": ("comment.md.j2", COMMENT_LIMIT - len(marker.encode()) - 1),
+        "check_summary": ("check_summary.md.j2", CHECK_TEXT_LIMIT - 200),
+        "check_text": ("check_text.md.j2", CHECK_TEXT_LIMIT),
+        "job_summary": ("job_summary.md.j2", JOB_SUMMARY_LIMIT),
+    }
+    try:
+        texts = {
+            key: render(report, name, template_dir=template_dir, max_bytes=limit, links=links)
+            for key, (name, limit) in limits.items()
+        }
+    except RepogymError as error:
+        p.problems.append(error)
+        return None
+    texts["comment"] = f"{marker}\n{texts['comment']}"
+    return texts
+
+
+def _links(p: Publication) -> dict[str, str]:
+    c = p.context
+    links = {"workflow_run": c.run_url}
+    if p.check is not None:
+        links["check_run"] = p.check.html_url
+    return links
+
+
+def _commit_links(p: Publication, report: dict[str, Any]) -> dict[str, str]:
+    base = f"{p.context.server_url}/{p.context.repository}/commit/"
+    shas = {
+        "base": (report.get("base") or {}).get("sha"),
+        "merge_base": (report.get("merge_base") or {}).get("sha"),
+        "head": (report.get("head") or {}).get("sha"),
+    }
+    return {k: base + v for k, v in shas.items() if isinstance(v, str) and _SHA.fullmatch(v)}
+
+
+def _known(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report[k] for k in ("base", "merge_base", "head") if k in report}
+
+
+def _step(p: Publication, what: str, action: Any) -> None:
+    try:
+        action()
+    except RepogymError as error:
+        p.problems.append(error)
+    except OSError as error:
+        p.problems.append(RepogymError(f"{what}: {error.strerror or error}: {error.filename}"))
+
+
+def _write_report(p: Publication, report: dict[str, Any]) -> None:
+    write_atomic(p.settings.report_path(p.context.temp), to_json(report))
+
+
+def _write_outputs(p: Publication, graded: Graded) -> None:
+    score = graded.report.get("score")
+    write_outputs(
+        p.context.output_path,
+        {
+            "score": format_score(score, 3) if isinstance(score, (int, float)) else "",
+            "passed": "true" if graded.passed else "false",
+            "summary": graded.summary_line,
+            "report": str(p.settings.report_path(p.context.temp)),
+            "check-url": p.check.html_url if p.check is not None else "",
+        },
+    )
+
+
+def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None:
+    assert p.check is not None
+    made, left = to_annotations(graded.report)
+    summary = texts["check_summary"]
+    if left:
+        summary += (
+            f"\n{left} more findings with a file are not annotations here; the report has them.\n"
+        )
+    p.github.finish_check(
+        p.check,
+        conclusion="success" if graded.passed else "failure",
+        title=cut_chars(graded.summary_line or "repogym", 255),
+        summary=summary,
+        text=texts["check_text"],
+        annotations=made,
+    )
+
+
+def _comment(p: Publication, body: str, out: Commands) -> None:
+    """The sticky comment, unless the pull request moved on while this run graded: then
+    the run grading the newer head writes it, and an old verdict never replaces a new one."""
+    assert p.target.pull is not None
+    number = p.target.pull.number
+    now = p.github.pull(number)
+    if now.head_sha != p.target.head_sha:
+        out.notice(
+            f"pull request #{number} moved on to {now.head_sha[:12]} while this run graded "
+            f"{p.target.head_sha[:12]}: its comment is left to the run that grades the newer commit"
+        )
+        return
+    marker, shared = comment_marker(p.settings.check_name, p.run_key)
+    if p.settings.comment is CommentMode.NEW:
+        url = p.github.new_comment(number, body, marker)
+    else:
+        url = p.github.update_comment(number, body, shared=shared, marker=marker)
+    out.line(f"comment: {url}")
