@@ -43,10 +43,10 @@ OPERATIONS = (
 )
 
 
-def download(version: str, into: Path) -> Path:
-    """The package's tarball, fetched with the ordinary npm client."""
+def npm_pack(package: str, version: str, into: Path) -> Path:
+    """The package's tarball, fetched with the ordinary npm client (take_events.py uses it too)."""
     done = subprocess.run(
-        ["npm", "pack", f"{PACKAGE}@{version}", "--pack-destination", str(into), "--json"],
+        ["npm", "pack", f"{package}@{version}", "--pack-destination", str(into), "--json"],
         capture_output=True,
         text=True,
         check=True,
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as temp:
-        tarball = args.tarball or download(args.version, Path(temp))
+        tarball = args.tarball or npm_pack(PACKAGE, args.version, Path(temp))
         version, description = read_tarball(tarball)
     trimmed = trim(description, version)
     args.output.write_text(json.dumps(trimmed, indent=1, ensure_ascii=False) + "\n")
