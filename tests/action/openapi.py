@@ -79,6 +79,9 @@ class Description:
             for method, spec in methods.items():
                 operation = Operation(method=method.upper(), template=template, spec=spec)
                 self._routes.append((self._route(operation), operation))
+        # The most specific template first: /commits/{ref}/check-runs before /commits/{ref},
+        # whose `ref` may hold slashes.
+        self._routes.sort(key=lambda route: -len(re.sub(r"\{\w+\}", "", route[1].template)))
 
     @property
     def operations(self) -> list[Operation]:
@@ -104,7 +107,19 @@ class Description:
         query: Mapping[str, list[str]],
         body: Any,
     ) -> list[str]:
-        """What in a request breaks the description (empty: nothing)."""
+        """What in a request breaks the description (empty: nothing); body None: none sent."""
+        return self.check_parameters(operation, path_params=path_params, query=query) + (
+            self.check_body(operation, body)
+        )
+
+    def check_parameters(
+        self,
+        operation: Operation,
+        *,
+        path_params: Mapping[str, str],
+        query: Mapping[str, list[str]],
+    ) -> list[str]:
+        """What in the path and query parameters breaks the description."""
         problems: list[str] = []
         declared = {(p["in"], p["name"]): p for p in self._parameters(operation)}
         for name, value in path_params.items():
@@ -114,8 +129,17 @@ class Description:
         for (where, name), parameter in declared.items():
             if parameter.get("required") and where == "query" and name not in query:
                 problems.append(f"query parameter `{name}` is required")
-        problems += self._body(operation, body)
         return problems
+
+    def check_body(self, operation: Operation, body: Any) -> list[str]:
+        """What in a JSON body (None: none sent) breaks the request body schema."""
+        request_body = operation.spec.get("requestBody")
+        if request_body is None:
+            return [] if body is None else ["a body is sent; none is declared"]
+        if body is None:
+            return ["the body is missing"] if request_body.get("required") else []
+        schema = _strict(request_body["content"]["application/json"]["schema"])
+        return self._errors(schema, body, "body")
 
     def check_response(self, operation: Operation, status: int, body: Any) -> list[str]:
         """What in a response breaks the description (empty: nothing)."""
@@ -163,15 +187,6 @@ class Description:
         except ValueError:
             return [f"{where} parameter `{name}`: {values[0]!r} is not of type {schema['type']}"]
         return self._errors(schema, value, f"{where} parameter `{name}`")
-
-    def _body(self, operation: Operation, body: Any) -> list[str]:
-        request_body = operation.spec.get("requestBody")
-        if request_body is None:
-            return [] if body is None else ["a body is sent; none is declared"]
-        if body is None:
-            return ["the body is missing"] if request_body.get("required") else []
-        schema = _strict(request_body["content"]["application/json"]["schema"])
-        return self._errors(schema, body, "body")
 
     def _errors(self, schema: Mapping[str, Any], value: Any, what: str) -> list[str]:
         key = json.dumps(schema, sort_keys=True)

@@ -39,6 +39,7 @@ OPERATIONS = (
     ("get", "/user"),
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}"),  # PyGithub's repo.get_commit(sha)
     ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
 )
 
