@@ -100,7 +100,10 @@ class FakeGitHub:
         site = gh.Site(api=f"http://127.0.0.1:{port}{PREFIX}", html=f"http://127.0.0.1:{port}")
         self._state = State(site=site, repository=self.repository, user_login=self.user_login)
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-github")
+        # A short poll: stop() waits for the serving loop to notice, up to one interval.
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-github"
+        )
         self._thread.start()
         return self
 
