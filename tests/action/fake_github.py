@@ -21,6 +21,7 @@ retries build on it). The token is never recorded: `requests` keeps no Authoriza
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import socket
 import threading
@@ -37,13 +38,12 @@ from tests.action.fake_state import Response, State, error
 from tests.action.openapi import Description
 
 PREFIX = "/api/v3"
-_DESCRIPTION: list[Description] = []  # loaded once per test session
 
 
+@functools.cache
 def description() -> Description:
-    if not _DESCRIPTION:
-        _DESCRIPTION.append(Description())
-    return _DESCRIPTION[0]
+    """The trimmed OpenAPI description, loaded once per test session."""
+    return Description()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
