@@ -10,9 +10,12 @@ assert empty. Its own answers are checked against the response schemas too.
 
     with FakeGitHub() as fake:
         fake.add_pull(7, base_ref="main", base_sha=base, head_ref="fix", head_sha=head)
-        client = Github(base_url=fake.url, auth=Auth.Token(fake.token))
+        client = Github(base_url=fake.url, auth=Auth.Token(fake.token),
+                        seconds_between_requests=0, seconds_between_writes=0)
         ...
         assert fake.violations == []
+
+(PyGithub 2 pauses 0.25 s between requests and 1 s after a write unless told otherwise.)
 
 `fail(method, path_pattern, *responses)` makes the next matching requests fail (issue 12's
 retries build on it). The token is never recorded: `requests` keeps no Authorization header.

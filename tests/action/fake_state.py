@@ -80,14 +80,19 @@ class State:
         return (self.user_login, "User") if self.user_login else (gh.BOT_LOGIN, "Bot")
 
     def answer(
-        self, method: str, template: str, params: Mapping[str, str], **rest: Any
+        self,
+        method: str,
+        template: str,
+        params: Mapping[str, str],
+        *,
+        query: Mapping[str, list[str]],
+        body: Any,
     ) -> Response:
         """The answer to an operation of the description; 404 for another repository."""
-        if "owner" in params and f"{params['owner']}/{params['repo']}".lower() != (
-            self.repository.lower()
-        ):
+        named = f"{params.get('owner')}/{params.get('repo')}"
+        if "owner" in params and named.lower() != self.repository.lower():
             return error(404, "Not Found")
-        return self.routes[(method, template)](params, rest["query"], rest["body"])
+        return self.routes[(method, template)](params, query, body)
 
     def add_comment(self, number: int, body: str, *, login: str, type: str) -> Comment:
         if number not in self.pulls:
@@ -200,6 +205,7 @@ class State:
         if query.get("filter", ["latest"])[0] == "latest":  # the newest run of each name
             newest = {run.name: run for run in sorted(runs, key=lambda r: r.id)}
             runs = list(newest.values())
+        # Newest first: GitHub does not document an order; a client must not rely on one.
         shown = [self.shown(run) for run in sorted(runs, key=lambda r: r.id, reverse=True)]
         path = f"/repos/{self.repository}/commits/{params['ref']}/check-runs"
         return self.page(

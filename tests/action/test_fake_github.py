@@ -100,6 +100,11 @@ def test_the_repository_and_a_pull_read_with_pygithub(fake: FakeGitHub, client: 
     assert repo.get_pull(7).head.sha == "d" * 40
     with pytest.raises(github.UnknownObjectException):
         repo.get_pull(9)
+    assert client.get_repo("Octo-Org/OCTO-REPO").get_pull(7).number == 7  # names ignore case
+    with pytest.raises(github.UnknownObjectException):
+        client.get_repo("octo-org/other")
+    with pytest.raises(ValueError, match="add_pull"):
+        fake.add_comment(9, "on a PR the fake does not have", login="someone")
     assert fake.violations == []
 
 
