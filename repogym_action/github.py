@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import logging
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,10 @@ class GitHub:
             seconds_between_writes=seconds_between_writes,
             user_agent="repogym-action",
         )
+        # PyGithub logs a refused request (GET /user with an installation token is
+        # expected to be): the Action says itself what failed, in one line.
+        logging.getLogger("github").addHandler(logging.NullHandler())
+        logging.getLogger("github").propagate = False
         self.repository = repository
         self._repo = self._github.get_repo(repository)
         self._login: str | bool | None = False  # False: not asked yet

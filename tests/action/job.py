@@ -1,0 +1,168 @@
+"""A job of the Actions runner, for end-to-end tests: a real origin (tests/action/gitrepo.py)
+with its pull requests mirrored in the fake GitHub API, a workspace cloned as
+actions/checkout clones it, and ``repogym-action`` run as a process with the environment
+the runner gives a container action: the GITHUB_* variables, every input of action.yml as
+``INPUT_<NAME>`` (hyphens kept, defaults filled in), the file-command files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.action import events
+from tests.action.fake_github import FakeGitHub
+from tests.action.gitrepo import Files, Origin, Pull, actions_checkout
+from tests.action.test_commands import read_outputs
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = Path(sys.executable).with_name("repogym-action")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one run of the Action left."""
+
+    exit_code: int
+    log: str  # stdout and stderr, as the runner shows them
+    outputs: dict[str, str]
+    summary: str
+    report: dict[str, Any] | None
+
+
+@dataclass
+class Job:
+    """The runner's side of the tests: ``root`` holds the origin, the workspaces and the
+    runner's files; ``fake`` answers for GitHub."""
+
+    root: Path
+    fake: FakeGitHub
+    origin: Origin = field(init=False)
+    runs: int = 0
+
+    def __post_init__(self) -> None:
+        self.origin = Origin(self.root / "origin.git")
+
+    def open_pull(self, number: int, *, base: Files, head: Files, branch: str = "fix") -> Pull:
+        """A repository whose ``main`` is ``base`` and whose pull request ``number``
+        adds one commit writing ``head``, on the origin and in the fake API."""
+        self.origin.commit("main", base, message="base")
+        self.origin.commit(branch, head, message="the change", start=self.origin.sha("main"))
+        pull = self.origin.open_pull(number, head=branch)
+        self.fake.add_pull(
+            number,
+            base_ref=pull.base_ref,
+            base_sha=pull.base_sha,
+            head_ref=pull.head_ref,
+            head_sha=pull.head_sha,
+        )
+        return pull
+
+    def push(self, number: int, files: Files, *, branch: str = "fix") -> Pull:
+        """A new commit on the pull request's branch, as a push would make it."""
+        self.origin.commit(branch, files, message="another change")
+        pull = self.origin.pull(number)
+        self.fake.move_head(number, pull.head_sha)
+        return pull
+
+    def event(self, name: str, pull: Pull, **extra: Any) -> dict[str, Any]:
+        return events.payload(
+            name,
+            repository=self.fake.repository,
+            number=pull.number,
+            base_ref=pull.base_ref,
+            base_sha=pull.base_sha,
+            head_ref=pull.head_ref,
+            head_sha=pull.head_sha,
+            **extra,
+        )
+
+    def run(
+        self,
+        event_name: str,
+        payload: Mapping[str, Any],
+        pull: Pull,
+        inputs: Mapping[str, str] | None = None,
+    ) -> Step:
+        """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
+        ``pull`` as actions/checkout makes it for that event."""
+        self.runs += 1
+        job = self.root / f"run-{self.runs}"
+        workspace, temp = job / "workspace", job / "_temp"
+        temp.mkdir(parents=True)
+        sha = actions_checkout(self.origin, pull.number, workspace)
+        event_path = job / "event.json"
+        event_path.write_text(json.dumps(payload))
+        files = {name: job / name for name in ("output", "summary", "env", "path", "state")}
+        for path in files.values():
+            path.touch()
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(job / "home"),
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": self.fake.repository,
+            "GITHUB_REPOSITORY_OWNER": self.fake.repository.split("/")[0],
+            "GITHUB_RUN_ID": str(4000 + self.runs),
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_RUN_NUMBER": str(self.runs),
+            "GITHUB_WORKFLOW": "repogym",
+            "GITHUB_JOB": "grade",
+            "GITHUB_ACTION": "__org_repogym-action",
+            "GITHUB_SHA": sha,
+            "GITHUB_REF": f"refs/pull/{pull.number}/merge",
+            "GITHUB_WORKSPACE": str(workspace),
+            "GITHUB_OUTPUT": str(files["output"]),
+            "GITHUB_STEP_SUMMARY": str(files["summary"]),
+            "GITHUB_ENV": str(files["env"]),
+            "GITHUB_PATH": str(files["path"]),
+            "GITHUB_STATE": str(files["state"]),
+            "GITHUB_API_URL": self.fake.url,
+            "GITHUB_SERVER_URL": self.fake.server_url,
+            "RUNNER_TEMP": str(temp),
+            "RUNNER_OS": "Linux",
+            **self.inputs(inputs or {}),
+        }
+        (job / "home").mkdir()
+        done = subprocess.run(
+            [str(COMMAND)],
+            cwd=workspace,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+            timeout=900,
+        )
+        report_path = temp / "repogym-report.json"
+        return Step(
+            exit_code=done.returncode,
+            log=done.stdout,
+            outputs=read_outputs(files["output"].read_text()),
+            summary=files["summary"].read_text(),
+            report=json.loads(report_path.read_text()) if report_path.exists() else None,
+        )
+
+    def inputs(self, given: Mapping[str, str]) -> dict[str, str]:
+        """Every input of action.yml as the runner passes it: INPUT_ and the name
+        upper-cased, hyphens kept; the default when not given."""
+        declared = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+        unknown = set(given) - set(declared)
+        assert not unknown, f"not inputs of action.yml: {unknown}"
+        values = {}
+        for name, spec in declared.items():
+            value = given.get(name, str(spec.get("default", "")))
+            if value == "${{ github.token }}":
+                value = self.fake.token
+            values[f"INPUT_{name.upper()}"] = value
+        return values

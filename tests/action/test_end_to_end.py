@@ -1,0 +1,173 @@
+"""``repogym-action`` end to end (issue 10): a real repository with a pull request on a
+local origin, a workspace cloned as actions/checkout clones it, the program run with the
+runner's environment, and every request to GitHub answered (and checked against GitHub's
+OpenAPI description) by the fake API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from repogym._demo import EXAMPLES
+from repogym_action.metadata import OUTPUTS
+from tests.action.fake_github import FakeGitHub
+from tests.action.gitrepo import files_of
+from tests.action.job import Job, Step
+
+MARKER = '<!-- repogym-action:comment check="repogym" '
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[Job]:
+    with FakeGitHub() as fake:
+        yield Job(tmp_path, fake)
+        assert fake.violations == []
+
+
+def example(name: str) -> tuple[dict[str, str | bytes | None], dict[str, str | bytes | None]]:
+    return files_of(EXAMPLES / name / "repo"), files_of(EXAMPLES / name / "solution")
+
+
+def check_runs(job: Job, sha: str) -> list[dict[str, object]]:
+    return [r for r in job.fake.check_runs(sha) if r["name"] == "repogym"]
+
+
+def assert_published(job: Job, step: Step, *, passed: bool, head: str) -> None:
+    """What every run that graded leaves: the outputs, the job summary, the report, a
+    completed check run on the head with the run's verdict."""
+    assert step.exit_code == (0 if passed else 1), step.log
+    assert set(step.outputs) == set(OUTPUTS)  # every output of action.yml, written
+    assert step.outputs["passed"] == ("true" if passed else "false")
+    assert step.outputs["summary"].startswith("PASS " if passed else "FAIL ")
+    assert step.report is not None and step.report["passed"] is passed
+    assert step.report["head"]["sha"] == head
+    assert step.outputs["score"] == step.outputs["summary"].split()[1]
+    assert step.outputs["report"].endswith("repogym-report.json")
+    assert ("repogym: passed" if passed else "repogym: not passed") in step.summary
+    runs = check_runs(job, head)
+    latest = runs[0]
+    assert latest["status"] == "completed"
+    assert latest["conclusion"] == ("success" if passed else "failure")
+    assert latest["output"]["title"] == step.outputs["summary"]  # type: ignore[index]
+    assert step.outputs["check-url"] == latest["html_url"]
+    # The log: a group per grader with its commands, and the final line.
+    assert "::group::repogym: constraints" in step.log
+    assert "::group::repogym: tests" in step.log
+    assert "\n$ python -m pytest" in step.log
+    assert f"repogym-action: {step.outputs['summary']}" in step.log
+
+
+def test_a_pull_request_graded_then_updated_then_a_stale_run(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(7, base=base, head=solution)
+
+    first = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert_published(job, first, passed=True, head=pull.head_sha)
+    [comment] = job.fake.comments(7)
+    assert comment["body"].startswith(MARKER)
+    assert "repogym: passed, score 1.000" in comment["body"]
+    assert pull.head_sha[:12] in comment["body"] and pull.base_sha[:12] in comment["body"]
+    assert "/actions/runs/4001" in comment["body"]
+    [run] = check_runs(job, pull.head_sha)
+    assert run["html_url"] in comment["body"]
+
+    # A new commit that breaks the fix: the same comment, a new check run on the new sha.
+    broken = {"src/slugify/core.py": (EXAMPLES / "bugfix/repo/src/slugify/core.py").read_text()}
+    newer = job.push(7, broken)
+    second = job.run("pull_request", job.event("pull_request.synchronize", newer), newer)
+    assert_published(job, second, passed=False, head=newer.head_sha)
+    [updated] = job.fake.comments(7)
+    assert updated["id"] == comment["id"]
+    assert "repogym: not passed" in updated["body"] and newer.head_sha[:12] in updated["body"]
+    assert len(check_runs(job, newer.head_sha)) == 1
+    assert check_runs(job, pull.head_sha)[0]["conclusion"] == "success"
+
+    # The run of the first commit, late: its check run completes on its own sha, the
+    # comment stays the newer run's.
+    stale = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert stale.exit_code == 0, stale.log
+    assert "moved on to" in stale.log
+    [kept] = job.fake.comments(7)
+    assert kept["body"] == updated["body"]
+    assert [r["conclusion"] for r in check_runs(job, pull.head_sha)] == ["success", "success"]
+
+
+def test_someone_elses_comment_with_the_marker_is_left_alone(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(3, base=base, head=solution)
+    forged = job.fake.add_comment(3, MARKER + 'run="x" -->\nFAIL', login="mallory")
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert step.exit_code == 0, step.log
+    comments = job.fake.comments(3)
+    assert [c["id"] for c in comments][:1] == [forged] and len(comments) == 2
+    assert comments[0]["body"].endswith("FAIL")
+    assert comments[1]["body"].startswith(MARKER) and "repogym: passed" in comments[1]["body"]
+
+
+@pytest.mark.parametrize("name", ["perf", "refactor"])
+def test_a_perf_and_a_refactor_task(job: Job, name: str) -> None:
+    base, solution = example(name)
+    pull = job.open_pull(5, base=base, head=solution)
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    components = [c["name"] for c in step.report["components"]]  # type: ignore[index]
+    assert ("perf" in components) is (name == "perf")
+
+
+def test_a_merge_group_gets_a_check_run_and_no_comment(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(9, base=base, head=solution)
+    step = job.run("merge_group", job.event("merge_group.checks_requested", pull), pull)
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    assert job.fake.comments(9) == []
+
+
+def test_workflow_dispatch_reads_the_pull_request_from_the_api(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(11, base=base, head=solution)
+    payload = job.event("workflow_dispatch", pull)
+    step = job.run("workflow_dispatch", payload, pull, {"pull-request": "11", "comment": "new"})
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    assert len(job.fake.comments(11)) == 1
+    again = job.run("workflow_dispatch", payload, pull, {"pull-request": "11", "comment": "new"})
+    assert again.exit_code == 0, again.log
+    assert len(job.fake.comments(11)) == 2
+
+
+def test_an_event_it_does_not_grade_is_a_notice(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(2, base=base, head=solution)
+    step = job.run("push", {"ref": "refs/heads/main"}, pull)
+    assert step.exit_code == 0
+    assert "::notice::repogym-action grades the events pull_request" in step.log
+    assert job.fake.requests == []
+
+
+def test_a_bad_input_fails_before_anything_is_done(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(2, base=base, head=solution)
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull, {"fail": "yes"})
+    assert step.exit_code == 2
+    errors = [line for line in step.log.splitlines() if line.startswith("::error")]
+    assert errors == ["::error::input `fail`: 'yes' is not a boolean; give true or false"]
+    assert job.fake.requests == []
+    assert step.outputs == {} and step.report is None
+
+
+def test_a_task_missing_at_the_base_completes_the_check_run_with_the_error(job: Job) -> None:
+    base, solution = example("bugfix")
+    del base[".repogym.yml"]
+    pull = job.open_pull(4, base=base, head=solution)
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert step.exit_code == 2, step.log
+    assert "::error::.repogym.yml not found at main" in step.log
+    [run] = check_runs(job, pull.head_sha)
+    assert run["conclusion"] == "failure"
+    assert "could not grade" in json.dumps(run["output"])
+    [comment] = job.fake.comments(4)
+    assert "could not grade" in comment["body"]
+    assert step.outputs["passed"] == "false" and step.report is not None
+    assert step.report["error"]["kind"] == "usage"
