@@ -129,7 +129,7 @@ INPUTS: Mapping[str, Input] = _inputs(
         default="",
         description="Directory of templates, relative to the workspace, that replace the "
         "built-in ones of the same name (`comment.md.j2`, `check_summary.md.j2`, "
-        "`job_summary.md.j2`).",
+        "`check_text.md.j2`, `job_summary.md.j2`).",
     ),
     Input(
         name="report",
