@@ -58,6 +58,10 @@ def assert_published(job: Job, step: Step, *, passed: bool, head: str) -> None:
     assert "::group::repogym: tests" in step.log
     assert "\n$ python -m pytest" in step.log
     assert f"repogym-action: {step.outputs['summary']}" in step.log
+    # The token only ever in the line that masks it.
+    assert [line for line in step.log.splitlines() if job.fake.token in line] == [
+        f"::add-mask::{job.fake.token}"
+    ]
 
 
 def test_a_pull_request_graded_then_updated_then_a_stale_run(job: Job) -> None:
@@ -66,6 +70,10 @@ def test_a_pull_request_graded_then_updated_then_a_stale_run(job: Job) -> None:
 
     first = job.run("pull_request", job.event("pull_request.opened", pull), pull)
     assert_published(job, first, passed=True, head=pull.head_sha)
+    # The check run was the first thing made, in progress, before grading.
+    created = job.fake.requests[0]
+    assert (created.method, created.path) == ("POST", "/repos/octo-org/octo-repo/check-runs")
+    assert created.body["status"] == "in_progress" and created.body["head_sha"] == pull.head_sha
     [comment] = job.fake.comments(7)
     assert comment["body"].startswith(MARKER)
     assert "repogym: passed, score 1.000" in comment["body"]
@@ -135,6 +143,16 @@ def test_workflow_dispatch_reads_the_pull_request_from_the_api(job: Job) -> None
     again = job.run("workflow_dispatch", payload, pull, {"pull-request": "11", "comment": "new"})
     assert again.exit_code == 0, again.log
     assert len(job.fake.comments(11)) == 2
+
+
+def test_comment_off_posts_the_check_run_only(job: Job) -> None:
+    base, solution = example("bugfix")
+    pull = job.open_pull(12, base=base, head=solution)
+    step = job.run(
+        "pull_request_target", job.event("pull_request.opened", pull), pull, {"comment": "off"}
+    )
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    assert job.fake.comments(12) == []
 
 
 def test_an_event_it_does_not_grade_is_a_notice(job: Job) -> None:
