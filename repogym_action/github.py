@@ -10,6 +10,7 @@ name and ``external_id``), and sends it again only when that is not there.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import logging
@@ -39,7 +40,14 @@ T = TypeVar("T")
 
 
 class ApiError(RepogymError):
-    """A request to GitHub's API failed: one line saying which and how to fix it."""
+    """A request to GitHub's API failed: one line saying which and how to fix it;
+    ``status`` is GitHub's answer (None when there was none)."""
+
+    def __init__(self, line: str, *, status: int | None = None, read_only: bool = False) -> None:
+        super().__init__(line)
+        self.status = status
+        # The token may not write here: a pull request from a fork gets a read-only one.
+        self.read_only = read_only
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,17 +175,33 @@ class GitHub:
         run = self._repo.get_check_run(check.id)
         batches = list(_batches(annotations, ANNOTATIONS_PER_REQUEST)) or [[]]
         output = {"title": title, "summary": summary, "text": text}
-        for batch in batches[:-1]:
-            _call(
-                "update check run",
-                functools.partial(run.edit, output={**output, "annotations": batch}),
-            )
         last = {**output, "annotations": batches[-1]} if batches[-1] else output
+        try:
+            for batch in batches[:-1]:
+                _call(
+                    "update check run",
+                    functools.partial(run.edit, output={**output, "annotations": batch}),
+                )
+            self._complete(run, conclusion, last)
+        except ApiError as error:
+            # Never leave the check spinning: complete it with what surely fits, then
+            # still report the failure.
+            short = {
+                "title": title,
+                "summary": f"The full report could not be sent to GitHub ({error.lines[0]}); "
+                "the workflow run's job summary has it.",
+            }
+            with contextlib.suppress(ApiError):
+                self._complete(run, conclusion, short)
+            raise
+
+    @staticmethod
+    def _complete(run: CheckRun, conclusion: str, output: dict[str, Any]) -> None:
         done = datetime.datetime.now(datetime.timezone.utc)
         _call(
             "complete check run",
             lambda: run.edit(
-                status="completed", conclusion=conclusion, completed_at=done, output=last
+                status="completed", conclusion=conclusion, completed_at=done, output=output
             ),
         )
 
@@ -245,7 +269,7 @@ def _post_once(what: str, create: Callable[[], T], find: Callable[[], T | None])
             return create()
         except (GithubException, requests.RequestException) as error:
             if not _maybe_done(error) or attempt == ATTEMPTS:
-                raise ApiError(_line(what, error)) from None
+                raise _api_error(what, error) from None
         made = _call(f"{what} (looking for it after a failure)", find)
         if made is not None:
             return made
@@ -264,7 +288,7 @@ def _call(what: str, action: Callable[[], T]) -> T:
     try:
         return action()
     except (GithubException, requests.RequestException) as error:
-        raise ApiError(_line(what, error)) from None
+        raise _api_error(what, error) from None
 
 
 # What to change when GitHub refuses, by status.
@@ -277,10 +301,22 @@ _FIXES = {
 }
 
 
+def _api_error(what: str, error: Exception) -> ApiError:
+    if isinstance(error, GithubException):
+        message = error.data.get("message") if isinstance(error.data, dict) else ""
+        read_only = error.status == 403 and "not accessible by integration" in str(message)
+        return ApiError(_line(what, error), status=error.status, read_only=read_only)
+    return ApiError(_line(what, error))
+
+
 def _line(what: str, error: Exception) -> str:
     if isinstance(error, GithubException):
         message = error.data.get("message") if isinstance(error.data, dict) else None
         fix = _FIXES.get(error.status, "")
         said = f": {message}" if message else ""
         return f"GitHub API: {what} answered {error.status}{said}" + (f"; {fix}" if fix else "")
+    if isinstance(error, requests.exceptions.RetryError):
+        # urllib3 gave up retrying: the answers were server errors every time.
+        cause = getattr(error.args[0], "reason", None) if error.args else None
+        return f"GitHub API: {what} failed after {ATTEMPTS} attempts: {cause or error}"
     return f"GitHub API: {what} failed: {type(error).__name__}: {error}"

@@ -19,7 +19,7 @@ from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import cut_chars, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import Target
-from repogym_action.github import CheckRef, GitHub, comment_marker
+from repogym_action.github import ApiError, CheckRef, GitHub, comment_marker
 from repogym_action.grade import Graded
 from repogym_action.settings import CommentMode, RunContext, Settings
 
@@ -27,6 +27,12 @@ from repogym_action.settings import CommentMode, RunContext, Settings
 CHECK_TEXT_LIMIT = 65535
 COMMENT_LIMIT = 65536
 JOB_SUMMARY_LIMIT = 1024 * 1024 - 1024  # the runner drops a step summary over 1 MiB
+READ_ONLY = (
+    "the token may not write check runs here (a pull request from a fork gets a read-only "
+    "GITHUB_TOKEN): the change is graded, and the job summary, the outputs and the report "
+    "have the verdict, but nothing is posted; to post on pull requests from forks, see "
+    'the README, "Pull requests from forks"'
+)
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -39,6 +45,7 @@ class Publication:
     target: Target
     github: GitHub
     check: CheckRef | None = None
+    read_only: bool = False  # the token may not write here (a fork's pull request)
     problems: list[RepogymError] = field(default_factory=list)
 
     @property
@@ -51,12 +58,19 @@ class Publication:
         """The check run, ``in_progress``, on the head: the pull request shows it at once."""
         if not self.settings.check_run:
             return
-        self.check = self.github.start_check(
-            name=self.settings.check_name,
-            head_sha=self.target.head_sha,
-            external_id=self.run_key,
-            details_url=self.context.run_url,
-        )
+        try:
+            self.check = self.github.start_check(
+                name=self.settings.check_name,
+                head_sha=self.target.head_sha,
+                external_id=self.run_key,
+                details_url=self.context.run_url,
+            )
+        except ApiError as error:
+            if not error.read_only:
+                raise
+            self.read_only = True
+            out.notice(READ_ONLY)
+            return
         out.line(f"check run {self.settings.check_name}: {self.check.html_url}")
 
 
@@ -76,8 +90,9 @@ def publish(publication: Publication, graded: Graded, out: Commands) -> None:
     _step(p, "job summary", lambda: append_summary(p.context.summary_path, texts["job_summary"]))
     if p.check is not None:
         _step(p, "check run", lambda: _finish_check(p, graded, texts))
-    if p.target.comment and p.target.pull is not None and p.settings.comment is not CommentMode.OFF:
-        _step(p, "comment", lambda: _comment(p, texts["comment"], out))
+    commenting = p.settings.comment is not CommentMode.OFF and not p.read_only
+    if p.target.comment and p.target.pull is not None and commenting:
+        _step(p, "comment", lambda: _comment_unless_read_only(p, texts["comment"], out))
     if p.problems:
         raise p.problems[0]
 
@@ -175,6 +190,15 @@ def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None
         text=texts["check_text"],
         annotations=made,
     )
+
+
+def _comment_unless_read_only(p: Publication, body: str, out: Commands) -> None:
+    try:
+        _comment(p, body, out)
+    except ApiError as error:
+        if not error.read_only:
+            raise
+        out.notice(READ_ONLY.replace("check runs", "comments"))
 
 
 def _comment(p: Publication, body: str, out: Commands) -> None:
