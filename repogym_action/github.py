@@ -20,19 +20,27 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException, GithubRetry
+from github import Auth, Github, GithubException
 from github.CheckRun import CheckRun
 from github.Issue import Issue
 from github.IssueComment import IssueComment
-from urllib3.util.retry import Retry
 
 from repogym.errors import RepogymError
 from repogym_action.event import PullRequest
+from repogym_action.retry import (
+    SECONDARY_WAIT,
+    BudgetRetry,
+    WaitBudget,
+    WaitTooLong,
+    rate_limit_wait,
+)
 
 # GitHub: at most 50 annotations per request; more are sent by further updates.
 ANNOTATIONS_PER_REQUEST = 50
-# How many times a request is sent at most, and how many the POST-safe loop tries.
+# How many times the POST-safe loop sends a POST at most, and how many times a read or
+# a PATCH is sent again after a server error or a rate limit.
 ATTEMPTS = 3
+RETRIES = 4
 # Who writes with a workflow's GITHUB_TOKEN (an installation token, which GET /user refuses).
 ACTIONS_BOT = "github-actions[bot]"
 
@@ -81,13 +89,18 @@ class GitHub:
         repository: str,
         seconds_between_writes: float = 1.0,
         timeout: int = 30,
+        budget: WaitBudget | None = None,
+        secondary_wait: float = SECONDARY_WAIT,
     ) -> None:
         # GitHub asks for a pause between writes; PyGithub keeps it. Its default retry also
         # retries POST, which could post a comment twice: here only reads and PATCH are.
-        retry = GithubRetry(
-            total=ATTEMPTS - 1,
+        self._budget = budget or WaitBudget()
+        self._secondary_wait = secondary_wait
+        retry = BudgetRetry(
+            budget=self._budget,
+            total=RETRIES,
             backoff_factor=0.5,
-            allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"GET", "PATCH"} - {"POST"},
+            secondary_rate_wait=secondary_wait,
         )
         self._github = Github(
             base_url=api_url.rstrip("/"),
@@ -157,7 +170,13 @@ class GitHub:
             runs = self._repo.get_commit(head_sha).get_check_runs(check_name=name)
             return next((r for r in runs if r.external_id == external_id), None)
 
-        run = _post_once(f"create check run {name!r}", create, find)
+        run = _post_once(
+            f"create check run {name!r}",
+            create,
+            find,
+            budget=self._budget,
+            secondary_wait=self._secondary_wait,
+        )
         return CheckRef(id=run.id, html_url=run.html_url)
 
     def finish_check(
@@ -235,7 +254,14 @@ class GitHub:
         def find() -> IssueComment | None:
             return self.find_comment(number, marker)
 
-        return str(_post_once("post comment", lambda: issue.create_comment(body), find).html_url)
+        made = _post_once(
+            "post comment",
+            lambda: issue.create_comment(body),
+            find,
+            budget=self._budget,
+            secondary_wait=self._secondary_wait,
+        )
+        return str(made.html_url)
 
     def _written_by_us(self, comment: IssueComment) -> bool:
         """Whether ``comment`` was written with this token: by the user a personal token
@@ -260,20 +286,33 @@ def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
         yield list(items[start : start + size])
 
 
-def _post_once(what: str, create: Callable[[], T], find: Callable[[], T | None]) -> T:
+def _post_once(
+    what: str,
+    create: Callable[[], T],
+    find: Callable[[], T | None],
+    *,
+    budget: WaitBudget,
+    secondary_wait: float = SECONDARY_WAIT,
+) -> T:
     """``create()`` (a POST), sent again after a failure only when ``find()`` says that
     the failed one made nothing: a server error or a lost answer may come after the
-    work was done."""
-    for attempt in range(1, ATTEMPTS + 1):
+    work was done. A rate limit refused it before doing it: sent again after the wait
+    GitHub asks for, drawn from ``budget``."""
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return create()
-        except (GithubException, requests.RequestException) as error:
-            if not _maybe_done(error) or attempt == ATTEMPTS:
+        except (GithubException, requests.RequestException, WaitTooLong) as error:
+            wait = rate_limit_wait(error, secondary_wait)
+            if wait is not None and attempt <= RETRIES:
+                _call(what, functools.partial(budget.wait, wait, f"{what}: rate limited"))
+                continue
+            if not _maybe_done(error) or attempt >= ATTEMPTS:
                 raise _api_error(what, error) from None
         made = _call(f"{what} (looking for it after a failure)", find)
         if made is not None:
             return made
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _maybe_done(error: Exception) -> bool:
@@ -287,7 +326,7 @@ def _call(what: str, action: Callable[[], T]) -> T:
     """``action()`` with API failures as one :class:`ApiError` line."""
     try:
         return action()
-    except (GithubException, requests.RequestException) as error:
+    except (GithubException, requests.RequestException, WaitTooLong) as error:
         raise _api_error(what, error) from None
 
 
@@ -317,6 +356,9 @@ def _line(what: str, error: Exception) -> str:
         return f"GitHub API: {what} answered {error.status}{said}" + (f"; {fix}" if fix else "")
     if isinstance(error, requests.exceptions.RetryError):
         # urllib3 gave up retrying: the answers were server errors every time.
-        cause = getattr(error.args[0], "reason", None) if error.args else None
-        return f"GitHub API: {what} failed after {ATTEMPTS} attempts: {cause or error}"
+        cause = error.args[0] if error.args else error
+        reason = getattr(cause, "reason", None) or cause
+        return f"GitHub API: {what} failed after {RETRIES + 1} attempts: {reason}"
+    if isinstance(error, WaitTooLong):
+        return f"GitHub API: {what} failed: {error}"
     return f"GitHub API: {what} failed: {type(error).__name__}: {error}"

@@ -25,6 +25,7 @@ from repogym_action.event import SUPPORTED_EVENTS, read_target
 from repogym_action.github import GitHub
 from repogym_action.grade import grade_target
 from repogym_action.publish import Publication, publish
+from repogym_action.retry import WaitBudget
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
@@ -52,7 +53,10 @@ def run(env: Mapping[str, str], out: Commands) -> int:
         return _failed(out, error)
     out.mask(settings.github_token)
     github = GitHub(
-        api_url=context.api_url, token=settings.github_token, repository=context.repository
+        api_url=context.api_url,
+        token=settings.github_token,
+        repository=context.repository,
+        budget=WaitBudget(log=out.line),
     )
     try:
         return _graded(context, settings, github, out, started)

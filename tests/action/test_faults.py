@@ -76,15 +76,31 @@ def test_answers_lost_on_the_wire_still_one_comment(job: Job) -> None:
 
 def test_the_final_check_update_failing_still_completes_the_check(job: Job) -> None:
     # Every retry of the full update fails; the short completion after it goes through.
-    job.fake.fail("PATCH", CHECK, *[BAD_GATEWAY] * 3)
+    job.fake.fail("PATCH", CHECK, *[BAD_GATEWAY] * 5)
     pull, step = graded(job)
     assert step.exit_code == 2, step.log
     errors = [line for line in step.log.splitlines() if line.startswith("::error::")]
     assert errors == [
-        "::error::GitHub API: complete check run failed after 3 attempts: too many 502 error "
+        "::error::GitHub API: complete check run failed after 5 attempts: too many 502 error "
         "responses"
     ]
     [run] = job.fake.check_runs(pull.head_sha)
     assert (run["status"], run["conclusion"]) == ("completed", "success")
     assert "could not be sent to GitHub" in run["output"]["summary"]
     assert len(job.fake.comments(7)) == 1  # the comment is still posted
+
+
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}
+
+
+def test_rate_limits_with_retry_after_are_waited_out_and_logged(job: Job) -> None:
+    job.fake.fail("POST", COMMENTS, (403, {"Retry-After": "1"}, SECONDARY))
+    job.fake.fail("GET", PULL, (429, {"Retry-After": "1"}, {"message": "Too many requests"}))
+    job.fake.fail("PATCH", CHECK, (403, {"Retry-After": "1"}, SECONDARY))
+    pull, step = graded(job)
+    assert step.exit_code == 0, step.log
+    assert len(job.fake.comments(7)) == 1
+    [run] = job.fake.check_runs(pull.head_sha)
+    assert (run["status"], run["conclusion"]) == ("completed", "success")
+    waits = [line for line in step.log.splitlines() if line.startswith("GitHub: ")]
+    assert len(waits) == 3 and all("waiting 1.0 s" in line for line in waits)

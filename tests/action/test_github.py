@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from repogym_action.github import ApiError, GitHub, comment_marker
+from repogym_action.retry import WaitBudget
 from tests.action.fake_github import FakeGitHub, Fault
 
 BASE, HEAD = "a" * 40, "b" * 40
@@ -158,3 +159,44 @@ def test_a_patch_is_retried_after_a_server_error(fake: FakeGitHub, github: GitHu
     [run] = fake.check_runs(HEAD)
     assert run["conclusion"] == "success"
     assert [r.status for r in fake.requests if r.method == "PATCH"] == [502, 200]
+
+
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}
+
+
+def test_a_secondary_rate_limit_without_retry_after_waits_the_set_time(fake: FakeGitHub) -> None:
+    said: list[str] = []
+    client = GitHub(
+        api_url=fake.url,
+        token=fake.token,
+        repository=fake.repository,
+        seconds_between_writes=0,
+        budget=WaitBudget(log=said.append),
+        secondary_wait=0.2,
+    )
+    marker, _ = comment_marker("repogym", "1-1-grade")
+    fake.fail("POST", COMMENTS, (403, {}, SECONDARY))
+    fake.fail("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", (403, {}, SECONDARY))
+    client.new_comment(7, f"{marker}\nbody", marker)
+    assert client.pull(7).head_sha == HEAD
+    assert len(fake.comments(7)) == 1
+    assert len(said) == 2 and all("waiting 0.2 s" in line for line in said)
+    client.close()
+
+
+def test_waiting_is_capped_per_run(fake: FakeGitHub) -> None:
+    client = GitHub(
+        api_url=fake.url,
+        token=fake.token,
+        repository=fake.repository,
+        seconds_between_writes=0,
+        budget=WaitBudget(total=1.0),
+    )
+    fake.fail("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", (429, {"Retry-After": "30"}, {}))
+    with pytest.raises(ApiError) as raised:
+        client.pull(7)
+    assert raised.value.lines == (
+        "GitHub API: GET pull request #7 failed: answered 429: waiting 30 s more would pass "
+        "the 1 s a run may wait for GitHub",
+    )
+    client.close()
