@@ -70,6 +70,7 @@ class Fault:
     body: Any = None  # JSON for a dict or list, else text
     applied: bool = False  # the request still changes the state; only its answer is lost
     disconnect: bool = False  # close the connection without any answer
+    hang: bool = False  # keep the connection open without an answer until the fake stops
 
 
 class FakeGitHub:
@@ -94,6 +95,7 @@ class FakeGitHub:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._state: State | None = None
+        self._released = threading.Event()  # set when stopping: hung requests end
 
     # Running.
 
@@ -113,6 +115,7 @@ class FakeGitHub:
     def stop(self) -> None:
         if self._server is None or self._thread is None:
             return
+        self._released.set()
         self._server.shutdown()
         self._server.close_connections()
         self._server.server_close()
@@ -229,7 +232,8 @@ class FakeGitHub:
         headers = {k: v for k, v in handler.headers.items() if k.lower() != "authorization"}
         with self._lock:
             path, body, answer = self._answer(handler, split.path, query, raw)
-            status = 0 if isinstance(answer, Fault) and answer.disconnect else answer.status
+            lost = isinstance(answer, Fault) and (answer.disconnect or answer.hang)
+            status = 0 if lost else answer.status
             self.requests.append(
                 Request(
                     method=handler.command,
@@ -240,6 +244,10 @@ class FakeGitHub:
                     headers=headers,
                 )
             )
+        if isinstance(answer, Fault) and answer.hang:
+            self._released.wait()  # the client gives up first: a timeout
+            handler.close_connection = True
+            return
         _send(handler, answer)
 
     def _answer(

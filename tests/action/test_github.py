@@ -200,3 +200,21 @@ def test_waiting_is_capped_per_run(fake: FakeGitHub) -> None:
         "the 1 s a run may wait for GitHub",
     )
     client.close()
+
+
+def test_timeouts_retry_a_read_and_find_a_post_that_was_done(fake: FakeGitHub) -> None:
+    client = GitHub(
+        api_url=fake.url,
+        token=fake.token,
+        repository=fake.repository,
+        seconds_between_writes=0,
+        timeout=1,
+    )
+    fake.fail("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", Fault(status=0, hang=True))
+    assert client.pull(7).head_sha == HEAD
+    marker, _ = comment_marker("repogym", "1-1-grade")
+    fake.fail("POST", COMMENTS, Fault(status=0, hang=True, applied=True))
+    client.new_comment(7, f"{marker}\nbody", marker)
+    assert len(fake.comments(7)) == 1
+    assert posts(fake, "/issues/7/comments") == [0]
+    client.close()
