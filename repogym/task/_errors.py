@@ -65,7 +65,7 @@ def where(source: str, loc: tuple[str, ...], positions: Positions) -> str:
 
 def describe(item: ErrorDetails, loc: tuple[str, ...], root: type[BaseModel]) -> str:
     """One line for one schema error: which key, which value, what is wrong, how to fix."""
-    key = ".".join(loc)
+    key = key_name(loc)
     kind = item["type"]
     value = item.get("input")
     if kind == "extra_forbidden":
@@ -90,8 +90,18 @@ def describe(item: ErrorDetails, loc: tuple[str, ...], root: type[BaseModel]) ->
     return f"`{key}` = {_show(value)}: {message}"
 
 
+def key_name(loc: tuple[str, ...]) -> str:
+    """The dotted name of the key at ``loc``; a part that is not plain printable text
+    (a line break, a backtick, a control character) is shown as a Python string, so
+    that a message stays one line."""
+    return ".".join(
+        part if part.isprintable() and "`" not in part and part.strip() == part else repr(part)
+        for part in loc
+    )
+
+
 def _missing(loc: tuple[str, ...], root: type[BaseModel]) -> str:
-    key = ".".join(loc)
+    key = key_name(loc)
     if key == "version":
         return "`version` is required; add `version: 1`"
     field = _field(root, loc)
