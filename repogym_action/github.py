@@ -127,22 +127,23 @@ class GitHub:
 
     def pull(self, number: int) -> PullRequest:
         """The pull request ``number`` as it is now."""
+        return _call(
+            f"GET pull request #{number}", lambda: _pull_request(self._repo.get_pull(number))
+        )
 
-        def read() -> PullRequest:
-            pull = self._repo.get_pull(number)
-            return PullRequest(
-                number=pull.number,
-                base_ref=pull.base.ref,
-                base_sha=pull.base.sha,
-                head_ref=pull.head.ref,
-                head_sha=pull.head.sha,
-                base_repo=pull.base.repo.full_name,
-                head_repo=pull.head.repo.full_name if pull.head.repo is not None else None,
-                html_url=pull.html_url,
-                state=pull.state,
-            )
+    def find_pull(self, head_sha: str, head_repository: str) -> PullRequest | None:
+        """The open pull request whose head is ``head_sha`` from ``head_repository``
+        (``owner/name``, a fork's included), or None."""
 
-        return _call(f"GET pull request #{number}", read)
+        def find() -> PullRequest | None:
+            for pull in self._repo.get_pulls(state="open"):
+                repo = pull.head.repo
+                same = repo is not None and repo.full_name.lower() == head_repository.lower()
+                if pull.head.sha == head_sha and same:
+                    return _pull_request(pull)
+            return None
+
+        return _call("list open pull requests", find)
 
     # -- check runs -----------------------------------------------------------------
 
@@ -279,6 +280,21 @@ class GitHub:
         if isinstance(self._login, str):
             return bool(user.login == self._login)
         return bool(user.type == "Bot")
+
+
+def _pull_request(pull: Any) -> PullRequest:
+    """PyGithub's pull request as the Action's."""
+    return PullRequest(
+        number=pull.number,
+        base_ref=pull.base.ref,
+        base_sha=pull.base.sha,
+        head_ref=pull.head.ref,
+        head_sha=pull.head.sha,
+        base_repo=pull.base.repo.full_name,
+        head_repo=pull.head.repo.full_name if pull.head.repo is not None else None,
+        html_url=pull.html_url,
+        state=pull.state,
+    )
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:

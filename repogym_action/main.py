@@ -23,8 +23,9 @@ from repogym.errors import RepogymError
 from repogym_action.commands import Commands
 from repogym_action.event import SUPPORTED_EVENTS, read_target
 from repogym_action.github import GitHub
-from repogym_action.grade import grade_target
+from repogym_action.grade import Graded, grade_target
 from repogym_action.publish import Publication, publish
+from repogym_action.publish_mode import publish_uploaded
 from repogym_action.retry import WaitBudget
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
 
@@ -69,6 +70,12 @@ def run(env: Mapping[str, str], out: Commands) -> int:
 def _graded(
     context: RunContext, settings: Settings, github: GitHub, out: Commands, started: float
 ) -> int:
+    if settings.mode == "publish":
+        graded = publish_uploaded(context, settings, github, out)
+        if graded is None:
+            return EXIT_PASSED
+        out.line(f"repogym-action: published {graded.summary_line}")
+        return _exit_code(graded, settings, out)
     target = read_target(
         context.event_name,
         context.event_path,
@@ -91,8 +98,13 @@ def _graded(
         f"repogym-action: {graded.summary_line}; {seconds:.1f} s in all, "
         f"{seconds - graded.seconds:.1f} s beyond the grade"
     )
+    return _exit_code(graded, settings, out)
+
+
+def _exit_code(graded: Graded, settings: Settings, out: Commands | None = None) -> int:
     if graded.error is not None:
-        out.error(graded.error)
+        if out is not None:
+            out.error(graded.error)
         return EXIT_INTERNAL if graded.internal else EXIT_ERROR
     if graded.passed or not settings.fail:
         return EXIT_PASSED

@@ -143,6 +143,14 @@ INPUTS: Mapping[str, Input] = _inputs(
         description="Number of the pull request to grade when the workflow runs on "
         "`workflow_dispatch`.",
     ),
+    Input(
+        name="mode",
+        default="grade",
+        description="`grade` grades the pull request; `publish` (in a `workflow_run` job, for "
+        "pull requests from forks) posts the report that a grading run uploaded, read from "
+        "`report`.",
+        choices=("grade", "publish"),
+    ),
 )
 
 OUTPUTS: Mapping[str, Output] = {

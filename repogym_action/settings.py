@@ -67,6 +67,7 @@ class Settings:
     template: Path | None
     report: Path | None
     pull_request: int | None
+    mode: str = "grade"  # or "publish": post a report a grading run uploaded
 
     def report_path(self, temp: Path) -> Path:
         """Where the JSON report goes: the input ``report``, else a file in ``temp``
@@ -123,6 +124,14 @@ class _Reader:
             return value in TRUE_VALUES
         self.bad(name, f"{_show(value)} is not a boolean; give true or false")
         return INPUTS[name].default == "true"
+
+    def choice(self, name: str) -> str:
+        value = self.raw(name)
+        choices = INPUTS[name].choices
+        if value not in choices:
+            self.bad(name, f"{_show(value)} is not one of {', '.join(choices)}")
+            return INPUTS[name].default
+        return value
 
     def comment(self) -> CommentMode:
         value = self.raw("comment")
@@ -211,6 +220,7 @@ def parse_settings(env: Mapping[str, str], *, workspace: Path) -> Settings:
         template=read.directory("template"),
         report=read.report(),
         pull_request=read.pull_request(),
+        mode=read.choice("mode"),
     )
     if read.errors:
         raise SettingsError(*read.errors)

@@ -20,6 +20,7 @@ NAMES = (
     "pull_request.synchronize",
     "merge_group.checks_requested",
     "workflow_dispatch",
+    "workflow_run.completed",
 )
 
 
@@ -73,6 +74,16 @@ def payload(
         group["head_ref"] = f"refs/heads/gh-readonly-queue/{base_ref}/pr-{number}-{head_sha}"
         group["head_sha"] = head_sha
         group["head_commit"]["id"] = head_sha
+    elif name.startswith("workflow_run."):
+        # The grading run of a pull request from a fork: GitHub leaves pull_requests empty.
+        run = event["workflow_run"]
+        run.update(event="pull_request", conclusion="success", status="completed")
+        run.update(head_sha=head_sha, head_branch=head_ref, pull_requests=[])
+        run["head_repository"] = json.loads(json.dumps(run["repository"]))
+        if head_repository is not None:
+            names = _names(repository, head_repository)
+            run["head_repository"] = _replaced(run["head_repository"], names)
+            run["head_repository"]["fork"] = True
     else:
         event["ref"] = f"refs/heads/{base_ref}"
         event["inputs"] = dict(inputs) if inputs is not None else {"pull-request": str(number)}

@@ -63,6 +63,7 @@ class State:
         self._next_run = 2_000_001
         self.routes: dict[tuple[str, str], Handler] = {
             ("GET", "/repos/{owner}/{repo}"): self.get_repository,
+            ("GET", "/repos/{owner}/{repo}/pulls"): self.list_pulls,
             ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): self.get_pull,
             ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): self.list_comments,
             ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): self.create_comment,
@@ -106,6 +107,18 @@ class State:
 
     def get_repository(self, params: Mapping[str, str], query: Any, body: Any) -> Response:
         return Response(status=200, body=gh.repository(self.site, self.repository))
+
+    def list_pulls(
+        self, params: Mapping[str, str], query: Mapping[str, list[str]], body: Any
+    ) -> Response:
+        """Open pull requests, newest first (GitHub's default sort: created, desc)."""
+        state = query.get("state", ["open"])[0]
+        shown = [
+            gh.pull_request(self.site, self.repository, pull)
+            for number, pull in sorted(self.pulls.items(), reverse=True)
+            if state in ("all", getattr(pull, "state", "open"))
+        ]
+        return self.page(f"/repos/{self.repository}/pulls", query, shown, lambda items: items)
 
     def get_pull(self, params: Mapping[str, str], query: Any, body: Any) -> Response:
         pull = self.pulls.get(int(params["pull_number"]))

@@ -51,7 +51,15 @@ class Job:
     def __post_init__(self) -> None:
         self.origin = Origin(self.root / "origin.git")
 
-    def open_pull(self, number: int, *, base: Files, head: Files, branch: str = "fix") -> Pull:
+    def open_pull(
+        self,
+        number: int,
+        *,
+        base: Files,
+        head: Files,
+        branch: str = "fix",
+        head_repo: str | None = None,
+    ) -> Pull:
         """A repository whose ``main`` is ``base`` and whose pull request ``number``
         adds one commit writing ``head``, on the origin and in the fake API."""
         self.origin.commit("main", base, message="base")
@@ -63,6 +71,7 @@ class Job:
             base_sha=pull.base_sha,
             head_ref=pull.head_ref,
             head_sha=pull.head_sha,
+            head_repo=head_repo,
         )
         return pull
 
@@ -91,6 +100,7 @@ class Job:
         payload: Mapping[str, Any],
         pull: Pull,
         inputs: Mapping[str, str] | None = None,
+        artifact: Mapping[str, bytes] | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
         ``pull`` as actions/checkout makes it for that event."""
@@ -99,6 +109,9 @@ class Job:
         workspace, temp = job / "workspace", job / "_temp"
         temp.mkdir(parents=True)
         sha = actions_checkout(self.origin, pull.number, workspace)
+        for name, data in (artifact or {}).items():  # what a step before downloaded
+            (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+            (workspace / name).write_bytes(data)
         event_path = job / "event.json"
         event_path.write_text(json.dumps(payload))
         files = {name: job / name for name in ("output", "summary", "env", "path", "state")}

@@ -35,6 +35,7 @@ OTHER_VALUES: dict[str, tuple[str, object]] = {
     "template": ("ci/templates", Path("ci/templates")),
     "report": ("out/report.json", Path("out/report.json")),
     "pull-request": ("42", 42),
+    "mode": ("publish", "publish"),
 }
 
 
@@ -83,6 +84,7 @@ def test_the_defaults(workspace: Path) -> None:
         template=None,
         report=None,
         pull_request=None,
+        mode="grade",
     )
     assert settings.report_path(Path("/runner/temp")) == Path("/runner/temp/repogym-report.json")
 

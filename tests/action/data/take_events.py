@@ -31,6 +31,7 @@ EVENTS = {
     "pull_request.synchronize": ("pull_request", "synchronize"),
     "merge_group.checks_requested": ("merge_group", "checks_requested"),
     "workflow_dispatch": ("workflow_dispatch", None),
+    "workflow_run.completed": ("workflow_run", "completed"),
 }
 
 

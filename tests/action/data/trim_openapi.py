@@ -32,6 +32,7 @@ OUTPUT = Path(__file__).with_name("github-openapi.json")
 # (method, path template): every call the Action makes, and nothing else.
 OPERATIONS = (
     ("get", "/repos/{owner}/{repo}"),
+    ("get", "/repos/{owner}/{repo}/pulls"),  # publish mode: the pull request of a head
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
