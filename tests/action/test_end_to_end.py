@@ -62,6 +62,11 @@ def assert_published(job: Job, step: Step, *, passed: bool, head: str) -> None:
     assert [line for line in step.log.splitlines() if job.fake.token in line] == [
         f"::add-mask::{job.fake.token}"
     ]
+    # ... and nowhere in what it posted or wrote.
+    posted = json.dumps([job.fake.comments(n) for n in job.fake.state.pulls])
+    posted += json.dumps(job.fake.check_runs()) + json.dumps([r.body for r in job.fake.requests])
+    written = posted + step.summary + json.dumps(step.outputs) + json.dumps(step.report)
+    assert job.fake.token not in written
 
 
 def test_a_pull_request_graded_then_updated_then_a_stale_run(job: Job) -> None:
