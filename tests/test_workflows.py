@@ -152,6 +152,9 @@ def test_grade_runs_this_action_on_pull_requests_one_run_per_pull_request() -> N
     # Default depth and credentials: the Action fetches the history it needs with them.
     assert checkout["uses"].startswith("actions/checkout@") and "with" not in checkout
     assert action["uses"] == "./"
+    # A fork's read-only token could post nothing: the README's way round it.
+    assert action["with"]["check-run"] in readme_section()
+    assert action["with"]["comment"] in readme_section()
 
 
 def test_examples_grade_with_this_action() -> None:
@@ -163,6 +166,7 @@ def test_examples_grade_with_this_action() -> None:
     assert private["token"] == "${{ secrets.HIDDEN_TESTS_TOKEN }}"
     assert private["persist-credentials"] is False
     assert hidden[1]["run"] == f"rm -rf {private['path']}"  # before the real ones go there
+    assert hidden[3]["run"] == f"rm -rf {private['path']}/.git"  # files, not a repository
     assert hidden[-1]["with"] == {"hidden-tests": private["path"]}
     dispatch = load(ROOT / "examples/workflows/workflow-dispatch.yml")
     assert list(dispatch[True]) == ["workflow_dispatch"]
