@@ -19,13 +19,16 @@ ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
 
 
-def check_jsonschema(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+def check_jsonschema(schema: str, *paths: Path) -> subprocess.CompletedProcess[str]:
     cli = shutil.which("check-jsonschema", path=Path(sys.executable).parent) or shutil.which(
         "check-jsonschema"
     )
     assert cli, "check-jsonschema is not installed: pip install -e '.[dev]'"
     return subprocess.run(
-        [cli, "--builtin-schema", schema, str(path)], capture_output=True, text=True, check=False
+        [cli, "--builtin-schema", schema, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
