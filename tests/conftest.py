@@ -106,3 +106,13 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
     # The machine's own git config must not change what the tests see.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+@pytest.fixture(scope="session")
+def action_image() -> str:
+    """The Action's image built from this checkout on the local base (tests/docker.py);
+    skips without a Docker engine, fails instead where REPOGYM_REQUIRE_DOCKER=1."""
+    from tests import docker
+
+    docker.engine_or_skip()
+    return docker.build()

@@ -1,16 +1,15 @@
 """A job of the Actions runner, for end-to-end tests: a real origin (tests/action/gitrepo.py)
 with its pull requests mirrored in the fake GitHub API, a workspace cloned as
-actions/checkout clones it, and ``repogym-action`` run as a process with the environment
-the runner gives a container action: the GITHUB_* variables, every input of action.yml as
-``INPUT_<NAME>`` (hyphens kept, defaults filled in), the file-command files.
+actions/checkout clones it, and ``repogym-action`` run with the environment the runner
+gives a container action: the GITHUB_* variables, every input of action.yml as
+``INPUT_<NAME>`` (hyphens kept, defaults filled in), the file-command files. How it runs is
+the job's ``runner`` (tests/action/runners.py): a process on this machine, or the image in
+Docker as the Actions runner starts a Docker container action.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +20,10 @@ import yaml
 from tests.action import events
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Files, Origin, Pull, actions_checkout
+from tests.action.runners import Layout, Process, Runner
 from tests.action.test_commands import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND = Path(sys.executable).with_name("repogym-action")
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,7 @@ class Job:
 
     root: Path
     fake: FakeGitHub
+    runner: Runner = field(default_factory=lambda: Process())
     origin: Origin = field(init=False)
     runs: int = 0
 
@@ -103,27 +103,24 @@ class Job:
         artifact: Mapping[str, bytes] | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
-        ``pull`` as actions/checkout makes it for that event."""
+        ``pull`` as actions/checkout makes it for that event, by ``self.runner``."""
         self.runs += 1
-        job = self.root / f"run-{self.runs}"
-        workspace, temp = job / "workspace", job / "_temp"
-        temp.mkdir(parents=True)
-        sha = actions_checkout(self.origin, pull.number, workspace)
+        layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
+        sha = actions_checkout(self.origin, pull.number, layout.workspace)
         for name, data in (artifact or {}).items():  # what a step before downloaded
-            (workspace / name).parent.mkdir(parents=True, exist_ok=True)
-            (workspace / name).write_bytes(data)
-        event_path = job / "event.json"
-        event_path.write_text(json.dumps(payload))
-        files = {name: job / name for name in ("output", "summary", "env", "path", "state")}
-        for path in files.values():
-            path.touch()
+            (layout.workspace / name).parent.mkdir(parents=True, exist_ok=True)
+            (layout.workspace / name).write_bytes(data)
+        layout.event.write_text(json.dumps(payload))
+
+        def at(host: Path) -> str:
+            return self.runner.path(layout, host)
+
         env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(job / "home"),
+            "HOME": at(layout.home),
             "CI": "true",
             "GITHUB_ACTIONS": "true",
             "GITHUB_EVENT_NAME": event_name,
-            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_EVENT_PATH": at(layout.event),
             "GITHUB_REPOSITORY": self.fake.repository,
             "GITHUB_REPOSITORY_OWNER": self.fake.repository.split("/")[0],
             "GITHUB_RUN_ID": str(4000 + self.runs),
@@ -134,35 +131,25 @@ class Job:
             "GITHUB_ACTION": "__org_repogym-action",
             "GITHUB_SHA": sha,
             "GITHUB_REF": f"refs/pull/{pull.number}/merge",
-            "GITHUB_WORKSPACE": str(workspace),
-            "GITHUB_OUTPUT": str(files["output"]),
-            "GITHUB_STEP_SUMMARY": str(files["summary"]),
-            "GITHUB_ENV": str(files["env"]),
-            "GITHUB_PATH": str(files["path"]),
-            "GITHUB_STATE": str(files["state"]),
+            "GITHUB_WORKSPACE": at(layout.workspace),
+            "GITHUB_OUTPUT": at(layout.commands["output"]),
+            "GITHUB_STEP_SUMMARY": at(layout.commands["summary"]),
+            "GITHUB_ENV": at(layout.commands["env"]),
+            "GITHUB_PATH": at(layout.commands["path"]),
+            "GITHUB_STATE": at(layout.commands["state"]),
             "GITHUB_API_URL": self.fake.url,
             "GITHUB_SERVER_URL": self.fake.server_url,
-            "RUNNER_TEMP": str(temp),
+            "RUNNER_TEMP": at(layout.temp),
             "RUNNER_OS": "Linux",
             **self.inputs(inputs or {}),
         }
-        (job / "home").mkdir()
-        done = subprocess.run(
-            [str(COMMAND)],
-            cwd=workspace,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            check=False,
-            timeout=900,
-        )
-        report_path = temp / "repogym-report.json"
+        exit_code, log = self.runner.execute(layout, env)
+        report_path = layout.temp / "repogym-report.json"
         return Step(
-            exit_code=done.returncode,
-            log=done.stdout,
-            outputs=read_outputs(files["output"].read_text()),
-            summary=files["summary"].read_text(),
+            exit_code=exit_code,
+            log=log,
+            outputs=read_outputs(layout.commands["output"].read_text()),
+            summary=layout.commands["summary"].read_text(),
             report=json.loads(report_path.read_text()) if report_path.exists() else None,
         )
 

@@ -1,0 +1,51 @@
+# The image of the repogym GitHub Action (action.yml: runs.using docker). The runner
+# builds it from this file for `uses: ./`; releases push it prebuilt
+# (.github/workflows/release.yml) so that `uses: org/repogym-action@v1` starts without a
+# build.
+#
+# BASE_IMAGE must be Debian bookworm with a python3 of 3.10 or later. The default is the
+# public Python image, pinned by digest; the tests build on a bookworm made locally with
+# debootstrap and the distribution's python3 (.ci/base-image), which is why everything is
+# installed into a virtual environment at /opt/repogym rather than into the base's Python.
+ARG BASE_IMAGE=python:3.12-slim-bookworm@sha256:782412e85d0f0984994c290652577d4018aff08145c85b262bb63dc0c7522254
+
+# ---- build: the virtual environment (pip stays in this stage) -------------------------
+FROM ${BASE_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
+RUN python3 -m venv /opt/repogym
+COPY . /src
+# The Action's dependencies, and pytest: the runner the tasks' own tests are graded with
+# when a repository does not bring its own. pip and setuptools stay behind: a task whose
+# tests need more packages makes its own environment in its `setup` (README, "The image").
+RUN /opt/repogym/bin/pip install --quiet '/src[action]' 'pytest>=8' \
+    && /opt/repogym/bin/pip uninstall --quiet --yes setuptools \
+    && /opt/repogym/bin/pip uninstall --quiet --yes pip \
+    && find /opt/repogym -name __pycache__ -prune -exec rm -rf {} + \
+    && /opt/repogym/bin/python -m compileall -q -j 0 /opt/repogym/lib
+
+# ---- the image: the base, git, the virtual environment, a user for untrusted code -----
+FROM ${BASE_IMAGE}
+ENV DEBIAN_FRONTEND=noninteractive
+RUN set -eu; \
+    if ! command -v git >/dev/null; then \
+        apt-get update -qq \
+        && apt-get install -y -qq --no-install-recommends git >/dev/null \
+        && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log; \
+    fi; \
+    git --version
+# The user the graded code can be run as (uid 10001, no login, no home files): the
+# Action itself runs as root, as the runner starts it.
+RUN if command -v useradd >/dev/null; then \
+        useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin repogym; \
+    else \
+        echo 'repogym:x:10001:10001::/nonexistent:/usr/sbin/nologin' >>/etc/passwd \
+        && echo 'repogym:x:10001:' >>/etc/group; \
+    fi
+COPY --from=build /opt/repogym /opt/repogym
+ENV PATH=/opt/repogym/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+LABEL org.opencontainers.image.title="repogym-action" \
+      org.opencontainers.image.description="Grades a pull request against a task its author cannot edit" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="MIT"
+ENTRYPOINT ["repogym-action"]
