@@ -95,6 +95,9 @@ class DockerAction:
     fake API on 127.0.0.1."""
 
     image: str
+    # Runners that predate the /github/runner_temp mount pass the host's RUNNER_TEMP,
+    # which the container does not have (tests/container/test_image.py).
+    map_runner_temp: bool = True
 
     MOUNTS = (
         ("home", "/github/home"),
@@ -108,11 +111,16 @@ class DockerAction:
     def path(self, layout: Layout, host: Path) -> str:
         # The first mount that holds ``host``: the runner's temp directory holds the
         # others and comes last.
-        for attribute, inside in self.MOUNTS:
+        for attribute, inside in self._mounts():
             mounted: Path = getattr(layout, attribute)
             if host == mounted or mounted in host.parents:
                 return str(Path(inside, host.relative_to(mounted)))
+        if host == layout.temp:  # not mapped: the host's path, as such runners pass it
+            return str(host)
         raise AssertionError(f"{host} is in no directory the runner mounts")
+
+    def _mounts(self) -> tuple[tuple[str, str], ...]:
+        return tuple(m for m in self.MOUNTS if self.map_runner_temp or m[0] != "temp")
 
     def execute(self, layout: Layout, env: Mapping[str, str]) -> tuple[int, str]:
         name = f"repogym-test-{uuid.uuid4().hex[:12]}"
@@ -122,7 +130,7 @@ class DockerAction:
             command += ["-e", variable]
         if Path(self.SOCKET).exists():
             command += ["-v", f"{self.SOCKET}:{self.SOCKET}"]
-        for attribute, inside in self.MOUNTS:
+        for attribute, inside in self._mounts():
             command += ["-v", f"{getattr(layout, attribute)}:{inside}"]
         for remote in layout.remotes:  # GitHub's copy, where the network would be
             command += ["-v", f"{remote}:{remote}:ro"]
