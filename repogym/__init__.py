@@ -5,13 +5,19 @@ starts with an underscore, may change without notice.
 """
 
 import importlib
-import importlib.metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = _metadata.version("repogym")
-except _metadata.PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+
+def _version() -> str:
+    # importlib.metadata costs ~50 ms to import: read when first asked, not at start-up
+    # (the Action's first log line, bench/image.py).
+    import importlib.metadata as metadata
+
+    try:
+        return metadata.version("repogym")
+    except metadata.PackageNotFoundError:  # a source tree that is not installed
+        return "0.0.0+unknown"
+
 
 # The API is imported when first used (PEP 562), so that `import repogym.junit` alone,
 # say, does not load the task schema and its dependencies.
@@ -48,6 +54,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    __version__: str
     from repogym.env import (
         ApplyPatch,
         ReadFile,
@@ -80,6 +87,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     if name not in _EXPORTS:
         raise AttributeError(f"module 'repogym' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

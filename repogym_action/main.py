@@ -18,16 +18,15 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from repogym.errors import RepogymError
 from repogym_action.commands import Commands
-from repogym_action.event import SUPPORTED_EVENTS, read_target
-from repogym_action.github import GitHub
-from repogym_action.grade import Graded, grade_target
-from repogym_action.publish import Publication, publish
-from repogym_action.publish_mode import publish_uploaded
-from repogym_action.retry import WaitBudget
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
+
+if TYPE_CHECKING:
+    from repogym_action.github import GitHub
+    from repogym_action.grade import Graded
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -53,6 +52,11 @@ def run(env: Mapping[str, str], out: Commands) -> int:
     except RepogymError as error:
         return _failed(out, error)
     out.mask(settings.github_token)
+    # The API client and the engine are imported once the token is masked: the first line
+    # of the log comes before their ~0.6 s of imports (bench/image.py, cold start).
+    from repogym_action.github import GitHub
+    from repogym_action.retry import WaitBudget
+
     github = GitHub(
         api_url=context.api_url,
         token=settings.github_token,
@@ -70,6 +74,11 @@ def run(env: Mapping[str, str], out: Commands) -> int:
 def _graded(
     context: RunContext, settings: Settings, github: GitHub, out: Commands, started: float
 ) -> int:
+    from repogym_action.event import SUPPORTED_EVENTS, read_target
+    from repogym_action.grade import grade_target
+    from repogym_action.publish import Publication, publish
+    from repogym_action.publish_mode import publish_uploaded
+
     if settings.mode == "publish":
         graded = publish_uploaded(context, settings, github, out)
         if graded is None:
