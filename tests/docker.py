@@ -8,6 +8,7 @@ is 1 (as in .ci/run), where they fail: CI must not pass by skipping them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = os.environ.get("REPOGYM_TEST_BASE_IMAGE", "repogym-base:bookworm")
-IMAGE = "repogym-action:test"
+# One tag per checkout: two checkouts tested at once on one engine never run each other's.
+IMAGE = "repogym-action:test-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
 REQUIRE = "REPOGYM_REQUIRE_DOCKER"
 
 
