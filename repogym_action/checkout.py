@@ -14,7 +14,9 @@ belongs to another uid than the container's, which git refuses to work in unless
 ``safe.directory`` names it. That setting lives in a temporary file that
 ``GIT_CONFIG_GLOBAL`` points at, so the user's own global configuration is neither read
 nor written. The private clone has no remote and no credentials: the submission's code
-runs in it later, and must find no token there.
+runs in it later, and must find no token there. Nor in the workspace: the files that hold
+what actions/checkout persisted are made readable by their owner only, since the
+submission's code runs as another user who could otherwise read them there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -49,6 +52,10 @@ _PASSED = (
     "http_proxy", "https_proxy", "no_proxy", "all_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
 )  # fmt: skip
+
+# The keys under which actions/checkout persists credentials: the token in a header, or
+# the command that gives ssh its key.
+_CREDENTIAL_KEYS = r"^(http\..*\.extraheader|core\.sshcommand)$"
 
 # How git says that origin wanted credentials it did not get (LC_ALL=C).
 _AUTH_FAILURE = re.compile(
@@ -88,6 +95,7 @@ def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str],
     """
     with _workspace_git(workspace) as git:
         _check_workspace(git)
+        _close_credentials(git)
         base = target.base_sha or _resolve_base(git, target.base_ref, log)
         fallback = _fallback_refs(target)
         merge_base = _fetch_history(git, base, target.head_sha, fallback, log)
@@ -193,6 +201,34 @@ def _check_workspace(git: _Git) -> None:
         )
 
 
+def _close_credentials(git: _Git) -> None:
+    """Make each config file that holds a credential (the workspace's ``.git/config``,
+    the file under RUNNER_TEMP that actions/checkout v6 includes) readable by its owner
+    only. actions/checkout writes them readable by all; the submission's commands run
+    as another user (repogym._sandbox) and must not read the token there. They stay so:
+    the runner's later steps run as their owner, and a file with a token in it is its
+    owner's alone."""
+    listed = ["config", "--null", "--show-origin", "--name-only", "--get-regexp"]
+    done = git.run([*listed, _CREDENTIAL_KEYS])
+    origins = done.stdout.split("\0")[0::2] if done.returncode == 0 else []
+    for origin in dict.fromkeys(origins):
+        if not origin.startswith("file:"):
+            continue  # the command line or standard input: nothing on disk
+        path = git.workspace / origin.removeprefix("file:")  # relative: to the workspace
+        try:
+            mode = path.stat().st_mode
+            if stat.S_ISREG(mode) and mode & 0o077:
+                path.chmod(stat.S_IMODE(mode) & ~0o077)
+        except OSError as error:
+            if os.geteuid() != 0:
+                continue  # not root: the commands run as this user, who reads it anyway
+            raise CheckoutError(
+                f"{path}: holds the credentials actions/checkout persisted and cannot be "
+                f"made readable by its owner only ({error.strerror}); check out the "
+                "repository to a writable workspace"
+            ) from None
+
+
 def _resolve_base(git: _Git, name: str, log: Callable[[str], None]) -> str:
     """The commit the `base` input names: its tip on origin, else a local commit."""
     log(f"fetching the base `{name}` from origin")
@@ -274,8 +310,7 @@ def _fetch(
 def _fetch_failed(git: _Git, stderr: str) -> CheckoutError:
     """The error for a fetch that failed: when origin wanted credentials, the setting
     that keeps actions/checkout's; else the one that makes fetching needless."""
-    keys = r"^(http\..*\.extraheader|core\.sshcommand)$"  # what actions/checkout persists
-    credentials = git.ok(["config", "--get-regexp", keys])
+    credentials = git.ok(["config", "--get-regexp", _CREDENTIAL_KEYS])
     if _AUTH_FAILURE.search(stderr) or not credentials:
         fix = (
             "actions/checkout must leave its credentials for this step: keep "

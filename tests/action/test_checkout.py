@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -144,6 +145,26 @@ def test_credentials_included_from_another_file_stay_out_of_the_clone(tmp_path: 
     assert_private_clone(checkout, origin, pull)
     assert "includeIf" not in (checkout.tree / ".git" / "config").read_text()
     assert EXTRAHEADER in credentials.read_text()
+
+
+@pytest.mark.parametrize("included", [False, True], ids=["in .git/config", "included"])
+def test_the_files_with_credentials_are_left_readable_by_their_owner_only(
+    tmp_path: Path, included: bool
+) -> None:
+    # The submission's code runs as another user, who could read the workspace's
+    # .git/config (tests/container/test_malicious_pr.py).
+    origin, _ = make_origin(tmp_path)
+    workspace = tmp_path / "workspace"
+    credentials = tmp_path / "runner_temp" / "git-credentials-1.config"
+    credentials.parent.mkdir()
+    actions_checkout(origin, NUMBER, workspace, credentials_file=credentials if included else None)
+    holder = credentials if included else workspace / ".git" / "config"
+    holder.chmod(0o644)  # as actions/checkout leaves it
+
+    run_prepare(workspace, target_of(origin.pull(NUMBER)), tmp_path / "tree")
+
+    assert stat.S_IMODE(holder.stat().st_mode) == 0o600
+    assert EXTRAHEADER in holder.read_text()  # still there for the job's later steps
 
 
 def test_the_users_global_config_is_neither_read_nor_written(
