@@ -37,10 +37,13 @@ from repogym_action.retry import (
 
 # GitHub: at most 50 annotations per request; more are sent by further updates.
 ANNOTATIONS_PER_REQUEST = 50
-# How many times the POST-safe loop sends a POST at most, and how many times a read or
-# a PATCH is sent again after a server error or a rate limit.
-ATTEMPTS = 3
+# How many times a read or a PATCH is sent again after a server error or a rate limit,
+# and how many times the POST-safe loop sends a POST at most; between two sends of a POST
+# after a server error or a lost answer it waits BACKOFF, doubling (0.5, 1, 2, 4 s), so
+# that a burst of errors of a few seconds is waited out as it is for reads.
 RETRIES = 4
+ATTEMPTS = RETRIES + 1
+BACKOFF = 0.5
 # Who writes with a workflow's GITHUB_TOKEN (an installation token, which GET /user refuses).
 ACTIONS_BOT = "github-actions[bot]"
 
@@ -127,9 +130,20 @@ class GitHub:
 
     def pull(self, number: int) -> PullRequest:
         """The pull request ``number`` as it is now."""
-        return _call(
-            f"GET pull request #{number}", lambda: _pull_request(self._repo.get_pull(number))
-        )
+        try:
+            return _call(
+                f"GET pull request #{number}", lambda: _pull_request(self._repo.get_pull(number))
+            )
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            raise ApiError(
+                f"GitHub API: GET pull request #{number} answered 404: {self.repository} has "
+                f"no pull request #{number} that this token can read; check the number (the "
+                "`pull-request` input, or the workflow's dispatch input) and the "
+                "`github-token` input",
+                status=404,
+            ) from None
 
     def find_pull(self, head_sha: str, head_repository: str) -> PullRequest | None:
         """The open pull request whose head is ``head_sha`` from ``head_repository``
@@ -326,9 +340,12 @@ def _post_once(
                 continue
             if not _maybe_done(error) or attempt >= ATTEMPTS:
                 raise _api_error(what, error) from None
+            status = error.status if isinstance(error, GithubException) else None
+            why = f"{what} answered {status}" if status else f"{what}: no answer"
         made = _call(f"{what} (looking for it after a failure)", find)
         if made is not None:
             return made
+        _call(what, functools.partial(budget.wait, BACKOFF * 2 ** (attempt - 1), why))
 
 
 def _maybe_done(error: Exception) -> bool:

@@ -30,8 +30,10 @@ JOB_SUMMARY_LIMIT = 1024 * 1024 - 1024  # the runner drops a step summary over 1
 READ_ONLY = (
     "the token may not write check runs here (a pull request from a fork gets a read-only "
     "GITHUB_TOKEN): the change is graded, and the job summary, the outputs and the report "
-    "have the verdict, but nothing is posted; to post on pull requests from forks, see "
-    'the README, "Pull requests from forks"'
+    "have the verdict, but nothing is posted. To post on pull requests from forks, upload "
+    "the report (input `report:`, then actions/upload-artifact) and post it from a "
+    "`workflow_run` workflow that runs this Action with `mode: publish` (README, "
+    '"Pull requests from forks", and examples/workflows/fork-*.yml)'
 )
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 

@@ -104,3 +104,80 @@ def test_rate_limits_with_retry_after_are_waited_out_and_logged(job: Job) -> Non
     assert (run["status"], run["conclusion"]) == ("completed", "success")
     waits = [line for line in step.log.splitlines() if line.startswith("GitHub: ")]
     assert len(waits) == 3 and all("waiting 1.0 s" in line for line in waits)
+
+
+# The figures of the closing note (issue 12): each fault end to end, what it leaves. Every
+# fault but the read-only token must leave exactly one comment and a completed check run;
+# the read-only token leaves neither (it may not write) and the grade in the summary.
+RESET = Fault(status=0, disconnect=True)
+HUNG_POST = Fault(status=0, hang=True, applied=True)  # done, but the answer never comes
+ENDPOINTS = [("POST", CHECKS), ("PATCH", CHECK), ("GET", PULL), ("GET", COMMENTS)]
+FAULTS: dict[str, list[tuple[str, str, list[Fault | tuple[int, dict[str, str], object]]]]] = {
+    "5xx bursts on every endpoint": [
+        *[
+            (m, p, [BAD_GATEWAY, (500, {}, {"message": "x"}), (503, {}, "busy")])
+            for m, p in ENDPOINTS
+        ],
+        ("POST", COMMENTS, [BAD_GATEWAY, (504, {}, "gateway timeout")]),
+    ],
+    "502 after the comment was created": [
+        ("POST", COMMENTS, [Fault(status=502, applied=True)]),
+    ],
+    "403 secondary rate limit with Retry-After": [
+        ("POST", COMMENTS, [(403, {"Retry-After": "1"}, SECONDARY)]),
+        ("PATCH", CHECK, [(403, {"Retry-After": "1"}, SECONDARY)]),
+    ],
+    "403 secondary rate limit without Retry-After (60 s)": [
+        ("POST", COMMENTS, [(403, {}, SECONDARY)]),
+    ],
+    "429 with Retry-After": [
+        ("GET", PULL, [(429, {"Retry-After": "1"}, {"message": "Too many requests"})]),
+        ("POST", CHECKS, [(429, {"Retry-After": "1"}, {"message": "Too many requests"})]),
+    ],
+    "connection resets on every endpoint": [
+        *[(m, p, [RESET]) for m, p in ENDPOINTS],
+        ("POST", COMMENTS, [Fault(status=0, disconnect=True, applied=True)]),
+    ],
+    "timeouts (a read and a post that was done, 30 s each)": [
+        ("GET", PULL, [Fault(status=0, hang=True)]),
+        ("POST", COMMENTS, [HUNG_POST]),
+    ],
+    "the final check-run update failing": [
+        ("PATCH", CHECK, [BAD_GATEWAY] * 5),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_each_fault_leaves_one_comment_and_a_completed_check_run(job: Job, name: str) -> None:
+    for method, path, faults in FAULTS[name]:
+        job.fake.fail(method, path, *faults)
+    pull, step = graded(job)
+    assert "Traceback" not in step.log
+    comments = job.fake.comments(7)
+    runs = [(r["status"], r["conclusion"]) for r in job.fake.check_runs(pull.head_sha)]
+    print(f"\nfault table | {name} | comments {len(comments)} | check runs {runs}")
+    assert len(comments) == 1, step.log
+    assert runs == [("completed", "success")], step.log
+    assert "repogym: passed" in comments[0]["body"]
+    # The one fault the Action reports as an error: the verdict reached the check run by
+    # its short completion only.
+    assert step.exit_code == (2 if name == "the final check-run update failing" else 0), step.log
+    assert step.report is not None and step.report["passed"] is True
+    # The waits, each said in the log, never more than a run's budget.
+    waits = [line for line in step.log.splitlines() if line.startswith("GitHub: ")]
+    assert all("waiting" in line for line in waits)
+
+
+def test_the_read_only_token_in_the_fault_table(job: Job) -> None:
+    job.fake.fail("POST", CHECKS, INTEGRATION)
+    _, step = graded(job)
+    print(
+        f"\nfault table | 403 not accessible by integration | comments "
+        f"{len(job.fake.comments(7))} | check runs {len(job.fake.check_runs())}"
+    )
+    refused = [r for r in job.fake.requests if r.status == 403]
+    assert len(refused) == 1  # not retried
+    [notice] = [line for line in step.log.splitlines() if line.startswith("::notice::")]
+    assert "`mode: publish`" in notice and "actions/upload-artifact" in notice
+    assert step.report is not None and "repogym: passed" in step.summary
