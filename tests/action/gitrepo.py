@@ -15,14 +15,23 @@ Origins are addressed by ``file://`` URLs: git ignores ``--depth`` for a plain p
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+
+@dataclass(frozen=True, slots=True)
+class Symlink:
+    """A symbolic link a commit writes (mode 120000), pointing at ``target``."""
+
+    target: str
+
+
 # What a commit writes: path -> content, None deletes the path.
-Files = Mapping[str, str | bytes | None]
+Files = Mapping[str, str | bytes | Symlink | None]
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "test",
@@ -34,8 +43,16 @@ IDENTITY = {
     "GIT_TERMINAL_PROMPT": "0",
 }
 
-# The header actions/checkout writes, with the token masked as its placeholder is.
-EXTRAHEADER = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2Zha2U="
+TOKEN = "ghs_fake"  # the token of a job that names none (FakeGitHub's default)
+
+
+def extraheader(token: str = TOKEN) -> str:
+    """The header actions/checkout writes for ``token``: basic auth of x-access-token."""
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return f"AUTHORIZATION: basic {basic}"
+
+
+EXTRAHEADER = extraheader()
 
 
 def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -132,6 +149,10 @@ class Origin:
             if content is None:
                 lines.append(f"D {path}".encode())
                 continue
+            if isinstance(content, Symlink):
+                lines.append(f"M 120000 inline {path}".encode())
+                lines += _data(content.target.encode())
+                continue
             raw = content.encode() if isinstance(content, str) else content
             lines.append(f"M 100644 inline {path}".encode())
             lines += _data(raw)
@@ -175,7 +196,7 @@ class Origin:
             git(self.path, "update-ref", f"refs/pull/{number}/merge", merge)
 
 
-def files_of(directory: Path) -> dict[str, str | bytes | None]:
+def files_of(directory: Path) -> dict[str, str | bytes | Symlink | None]:
     """Every file under ``directory`` by its path relative to it, to commit: an example's
     ``repo`` as the base, its ``solution`` as a pull request."""
     return {
@@ -196,6 +217,7 @@ def actions_checkout(
     *,
     persist_credentials: bool = True,
     credentials_file: Path | None = None,
+    token: str = TOKEN,
 ) -> str:
     """Clone pull request ``number`` of ``origin`` into ``workspace`` as actions/checkout
     does for a ``pull_request`` event: its test merge, checked out detached; that
@@ -203,13 +225,15 @@ def actions_checkout(
 
     With ``credentials_file``, the extraheader goes in that file and ``.git/config``
     includes it for this git directory (actions/checkout v6); else it is in
-    ``.git/config`` itself (v4, v5). ``persist_credentials=False`` leaves none."""
+    ``.git/config`` itself (v4, v5). ``persist_credentials=False`` leaves none. The
+    header carries ``token``, the job's ``github-token``."""
     return checkout_ref(
         origin,
         f"refs/pull/{number}/merge",
         workspace,
         persist_credentials=persist_credentials,
         credentials_file=credentials_file,
+        token=token,
     )
 
 
@@ -220,6 +244,7 @@ def checkout_ref(
     *,
     persist_credentials: bool = True,
     credentials_file: Path | None = None,
+    token: str = TOKEN,
 ) -> str:
     """Clone ``ref`` of ``origin`` (``refs/pull/N/merge``, ``refs/heads/...``) into
     ``workspace`` as actions/checkout does, depth 1; the sha checked out."""
@@ -233,18 +258,20 @@ def checkout_ref(
     git(workspace, "init", "--quiet")
     git(workspace, "remote", "add", "origin", origin.url)
     if persist_credentials:
-        _persist_credentials(origin, workspace, credentials_file)
+        _persist_credentials(origin, workspace, credentials_file, extraheader(token))
     fetch = ["fetch", "--no-tags", "--prune", "--no-recurse-submodules", "--depth=1"]
     git(workspace, "-c", "protocol.version=2", *fetch, "origin", f"+{sha}:{tracking}")
     git(workspace, "checkout", "--quiet", "--force", tracking)
     return sha
 
 
-def _persist_credentials(origin: Origin, workspace: Path, credentials_file: Path | None) -> None:
+def _persist_credentials(
+    origin: Origin, workspace: Path, credentials_file: Path | None, header: str
+) -> None:
     key = f"http.{origin.url}/.extraheader"
     if credentials_file is None:
-        git(workspace, "config", "--local", key, EXTRAHEADER)
+        git(workspace, "config", "--local", key, header)
         return
-    git(workspace, "config", "--file", str(credentials_file), key, EXTRAHEADER)
+    git(workspace, "config", "--file", str(credentials_file), key, header)
     include = f"includeIf.gitdir:{(workspace / '.git').resolve()}.path"
     git(workspace, "config", "--local", include, str(credentials_file))

@@ -106,7 +106,7 @@ class Job:
         ``pull`` as actions/checkout makes it for that event, by ``self.runner``."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
-        sha = actions_checkout(self.origin, pull.number, layout.workspace)
+        sha = actions_checkout(self.origin, pull.number, layout.workspace, token=self.fake.token)
         for name, data in (artifact or {}).items():  # what a step before downloaded
             (layout.workspace / name).parent.mkdir(parents=True, exist_ok=True)
             (layout.workspace / name).write_bytes(data)
