@@ -26,11 +26,18 @@ RUN /opt/repogym/bin/pip install --quiet '/src[action]' 'pytest>=8' \
 # ---- the image: the base, git, the virtual environment, a user for untrusted code -----
 FROM ${BASE_IMAGE}
 ENV DEBIAN_FRONTEND=noninteractive
+# git from Debian where the base has none (the public image), without what the Action
+# never runs: git's servers and mail, dumb-HTTP push, scalar, its docs and translations
+# (about 20 MB of its 58).
 RUN set -eu; \
     if ! command -v git >/dev/null; then \
         apt-get update -qq \
         && apt-get install -y -qq --no-install-recommends git >/dev/null \
-        && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log; \
+        && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
+        && cd /usr/lib/git-core \
+        && rm -f git-daemon git-http-backend git-http-push git-imap-send git-shell scalar \
+        && rm -rf /usr/share/doc/git /usr/share/gitweb /usr/share/man/man*/git* \
+            /usr/share/locale/*/LC_MESSAGES/git.mo; \
     fi; \
     git --version
 # The user the graded code can be run as (uid 10001, no login, no home files): the
