@@ -65,11 +65,21 @@ _AUTH_FAILURE = re.compile(
     re.IGNORECASE,
 )
 _HEX = re.compile(r"[0-9a-f]{4,64}")
+# How git says that a ref it was asked for is not on origin.
+_MISSING_REF = re.compile(r"couldn't find remote ref (\S+)")
 
 
 class CheckoutError(UsageError):
     """The commits to grade cannot be had: the workspace is not a checkout, origin
     refuses to give them, or its history stops short of the merge base."""
+
+
+class _RefMissing(CheckoutError):
+    """A fallback ref (the base branch, ``refs/pull/N/head``) is not on origin."""
+
+    def __init__(self, line: str, *, ref: str) -> None:
+        super().__init__(line)
+        self.ref = ref
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,7 +108,15 @@ def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str],
         _close_credentials(git)
         base = target.base_sha or _resolve_base(git, target.base_ref, log)
         fallback = _fallback_refs(target)
-        merge_base = _fetch_history(git, base, target.head_sha, fallback, log)
+        try:
+            merge_base = _fetch_history(git, base, target.head_sha, fallback, log)
+        except CheckoutError:
+            if _base_input_sha(target) and not _has(git, base):
+                raise CheckoutError(
+                    f"input `base`: commit {base} is not on origin; set it to a branch "
+                    "name, a tag or the full sha of a commit of origin"
+                ) from None
+            raise
         log(f"base {base[:12]}, head {target.head_sha[:12]}, merge base {merge_base[:12]}")
         base_ref = _clone(git, into, target.base_ref, base, target.head_sha)
     return Checkout(
@@ -108,6 +126,11 @@ def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str],
         head=target.head_sha,
         merge_base=merge_base,
     )
+
+
+def _base_input_sha(target: Target) -> bool:
+    """Whether the base is a sha the `base` input gave (the event's has a branch name)."""
+    return target.base_sha is not None and target.base_ref.lower() == target.base_sha
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +291,15 @@ def _fetch_history(
 ) -> str:
     """Fetch ``base``, ``head`` and the history down to their merge base; the merge
     base. Nothing is fetched when the workspace has it all (``fetch-depth: 0``)."""
+    try:
+        return _fetch_down_to_merge_base(git, base, head, fallback, log)
+    except _RefMissing as missing:
+        raise _gone(git, missing.ref, base, head) from None
+
+
+def _fetch_down_to_merge_base(
+    git: _Git, base: str, head: str, fallback: Sequence[str], log: Callable[[str], None]
+) -> str:
     found = _merge_base(git, base, head)
     if found is not None:
         return found
@@ -310,6 +342,11 @@ def _fetch(
 def _fetch_failed(git: _Git, stderr: str) -> CheckoutError:
     """The error for a fetch that failed: when origin wanted credentials, the setting
     that keeps actions/checkout's; else the one that makes fetching needless."""
+    missing = _MISSING_REF.search(stderr)
+    if missing is not None and not _AUTH_FAILURE.search(stderr):
+        return _RefMissing(
+            f"{git.workspace}: `git fetch origin` failed: {_reason(stderr)}", ref=missing[1]
+        )
     credentials = git.ok(["config", "--get-regexp", _CREDENTIAL_KEYS])
     if _AUTH_FAILURE.search(stderr) or not credentials:
         fix = (
@@ -332,6 +369,23 @@ def _merge_base(git: _Git, base: str, head: str) -> str | None:
 
 def _has(git: _Git, sha: str) -> bool:
     return git.ok(["cat-file", "-e", f"{sha}^{{commit}}"])
+
+
+def _gone(git: _Git, ref: str, base: str, head: str) -> CheckoutError:
+    """The error for an event whose commits origin gave neither by sha nor by ``ref``
+    (the pull request's head, or the base branch): it changed since the event."""
+    if ref.startswith("refs/pull/"):
+        return CheckoutError(
+            f"{git.workspace}: the head commit {head} is not on origin, nor is {ref} (was "
+            "the pull request's branch force-pushed or deleted since the event?); re-run "
+            "the workflow for the current commits"
+        )
+    return CheckoutError(
+        f"{git.workspace}: origin gives neither the event's commits (base {base[:12]}, head "
+        f"{head[:12]}) nor {ref} (was the base branch deleted or renamed since the event?); "
+        "re-run the workflow for the current commits, or set the `base` input to the "
+        "branch to grade against"
+    )
 
 
 def _no_merge_base(git: _Git, base: str, head: str) -> CheckoutError:
