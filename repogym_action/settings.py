@@ -75,6 +75,9 @@ class Settings:
         return self.report if self.report is not None else temp / DEFAULT_REPORT_NAME
 
 
+_EXAMPLE_DIRECTORY = {"hidden-tests": ".hidden-tests", "template": ".github/repogym"}
+
+
 def _show(value: str) -> str:
     """A value quoted for a one-line message, shortened when long."""
     shown = repr(value)
@@ -164,7 +167,15 @@ class _Reader:
         if not value or name in self.failed:
             return None
         path = self.workspace / value
-        if not path.is_dir():
+        # Inside the workspace, as documented: `/` or `..` would read the runner's whole
+        # disk as hidden tests or templates.
+        if Path(value).is_absolute() or ".." in Path(value).parts:
+            self.bad(
+                name,
+                f"{_show(value)} is not a directory inside the workspace; give one relative "
+                f"to it, e.g. {_EXAMPLE_DIRECTORY[name]}",
+            )
+        elif not path.is_dir():
             self.bad(
                 name,
                 f"{_show(value)} is not a directory (relative to the workspace "
