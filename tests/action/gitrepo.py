@@ -118,10 +118,14 @@ class Origin:
         message: str = "change",
         count: int = 1,
         start: str | None = None,
+        blobs: Mapping[str, str] | None = None,
     ) -> str:
         """Add ``count`` commits to ``branch`` (made from ``start``, default its tip or
         nothing), the first writing ``files``; the new tip's sha. The branch's pull
-        requests get a new ``refs/pull/N/head`` and test merge, as GitHub's do."""
+        requests get a new ``refs/pull/N/head`` and test merge, as GitHub's do.
+
+        ``blobs`` maps more paths to blobs already in the origin, by sha (a large file
+        written once with :meth:`blob`, never held in memory)."""
         ref = f"refs/heads/{branch}"
         parent = start if start is not None else (self.sha(ref) if self.has(ref) else None)
         stream = bytearray()
@@ -131,13 +135,19 @@ class Origin:
                 message if count == 1 else f"{message} ({index + 1}/{count})",
                 parent if index == 0 else None,
                 files if index == 0 else None,
+                blobs if index == 0 else None,
             )
         git(self.path, "fast-import", "--quiet", "--force", stdin=bytes(stream))
         self._refresh_pulls()
         return self.sha(ref)
 
     def _commit_command(
-        self, ref: str, message: str, parent: str | None, files: Files | None
+        self,
+        ref: str,
+        message: str,
+        parent: str | None,
+        files: Files | None,
+        blobs: Mapping[str, str] | None = None,
     ) -> bytes:
         self._clock += 60
         who = f"test <test@example.invalid> {self._clock} +0000"
@@ -147,16 +157,22 @@ class Origin:
             lines.append(f"from {parent}".encode())
         for path, content in (files or {}).items():
             if content is None:
-                lines.append(f"D {path}".encode())
+                lines.append(b"D " + _quoted(path))
                 continue
             if isinstance(content, Symlink):
-                lines.append(f"M 120000 inline {path}".encode())
+                lines.append(b"M 120000 inline " + _quoted(path))
                 lines += _data(content.target.encode())
                 continue
             raw = content.encode() if isinstance(content, str) else content
-            lines.append(f"M 100644 inline {path}".encode())
+            lines.append(b"M 100644 inline " + _quoted(path))
             lines += _data(raw)
+        for path, sha in (blobs or {}).items():
+            lines.append(f"M 100644 {sha} ".encode() + _quoted(path))
         return b"\n".join(lines) + b"\n\n"
+
+    def blob(self, path: Path) -> str:
+        """The file ``path`` written into the origin as a blob, streamed; its sha."""
+        return git(self.path, "hash-object", "-w", "--", str(path.resolve())).strip()
 
     def open_pull(self, number: int, *, head: str, base: str = "main") -> Pull:
         """Open pull request ``number`` from branch ``head`` into ``base``: its
@@ -180,7 +196,10 @@ class Origin:
         for number, (base, head) in self._pulls.items():
             base_sha = self.sha(f"refs/heads/{base}")
             head_sha = self.sha(f"refs/heads/{head}")
-            tree = git(self.path, "merge-tree", "--write-tree", base_sha, head_sha).split()[0]
+            # Unrelated histories too: GitHub keeps a pull request whose base was
+            # force-pushed to a new root.
+            merge_tree = ["merge-tree", "--write-tree", "--allow-unrelated-histories"]
+            tree = git(self.path, *merge_tree, base_sha, head_sha).split()[0]
             merge = git(
                 self.path,
                 "commit-tree",
@@ -204,6 +223,25 @@ def files_of(directory: Path) -> dict[str, str | bytes | Symlink | None]:
         for path in sorted(directory.rglob("*"))
         if path.is_file()
     }
+
+
+def _quoted(path: str) -> bytes:
+    """``path`` as fast-import reads it: as it is, or C-quoted when it holds a control
+    character or starts with a double quote (a name with a line break, a tab). Lone
+    surrogates stand for bytes that are not UTF-8, as in :func:`os.fsencode`."""
+    raw = path.encode("utf-8", "surrogateescape")
+    if not path.startswith('"') and all(c >= 0x20 and c != 0x7F for c in raw):
+        return raw
+    escapes = {ord("\\"): b"\\\\", ord('"'): b'\\"', ord("\n"): b"\\n", ord("\t"): b"\\t"}
+    out = bytearray(b'"')
+    for c in raw:
+        if c in escapes:
+            out += escapes[c]
+        elif c < 0x20 or c == 0x7F:
+            out += b"\\%03o" % c
+        else:
+            out.append(c)
+    return bytes(out + b'"')
 
 
 def _data(raw: bytes) -> list[bytes]:

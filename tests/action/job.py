@@ -10,7 +10,7 @@ Docker as the Actions runner starts a Docker container action.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,9 +101,15 @@ class Job:
         pull: Pull,
         inputs: Mapping[str, str] | None = None,
         artifact: Mapping[str, bytes] | None = None,
+        *,
+        before: Callable[[Layout], None] | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
-        ``pull`` as actions/checkout makes it for that event, by ``self.runner``."""
+        ``pull`` as actions/checkout makes it for that event, by ``self.runner``.
+
+        ``before`` is called with the run's layout once the workspace and the event file
+        are there, just before the program starts: what happens between the checkout and
+        this step (the event file spoilt, a branch force-pushed)."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
         sha = actions_checkout(self.origin, pull.number, layout.workspace, token=self.fake.token)
@@ -111,6 +117,8 @@ class Job:
             (layout.workspace / name).parent.mkdir(parents=True, exist_ok=True)
             (layout.workspace / name).write_bytes(data)
         layout.event.write_text(json.dumps(payload))
+        if before is not None:
+            before(layout)
 
         def at(host: Path) -> str:
             return self.runner.path(layout, host)
