@@ -308,10 +308,13 @@ def test_the_image_name_is_lower_case() -> None:
 
 
 def test_the_versions_of_this_tree_agree() -> None:
-    """pyproject.toml, the installed package, the Dockerfile's label when it states one
-    (the Dockerfile is checked only once it exists) and a tag of that version."""
-    version = prepare_module().package_version(ROOT)
+    """pyproject.toml, the installed package, the Dockerfile's version label and a tag of
+    that version agree (action.yml names no version on main: `release.yml` pins it to the
+    image of the tag, tested above)."""
+    module = prepare_module()
+    version = module.package_version(ROOT)
     assert repogym.__version__ == version
+    assert module.dockerfile_version(ROOT) == version
     done = prepare(ROOT, "check", f"v{version}", "--repository", "o/r", "--installed")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"version={version}\n")
