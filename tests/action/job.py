@@ -20,7 +20,7 @@ import yaml
 from tests.action import events
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Files, Origin, Pull, actions_checkout
-from tests.action.runners import Layout, Process, Runner
+from tests.action.runners import Layout, OnStarted, Process, Runner
 from tests.action.test_commands import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,13 +103,16 @@ class Job:
         artifact: Mapping[str, bytes] | None = None,
         *,
         before: Callable[[Layout], None] | None = None,
+        on_started: OnStarted | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
         ``pull`` as actions/checkout makes it for that event, by ``self.runner``.
 
         ``before`` is called with the run's layout once the workspace and the event file
         are there, just before the program starts: what happens between the checkout and
-        this step (the event file spoilt, a branch force-pushed)."""
+        this step (the event file spoilt, a branch force-pushed). ``on_started`` is called
+        with the program's process once it runs, while the run goes on (to signal it, as
+        a cancelled job is)."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
         sha = actions_checkout(self.origin, pull.number, layout.workspace, token=self.fake.token)
@@ -151,7 +154,10 @@ class Job:
             "RUNNER_OS": "Linux",
             **self.inputs(inputs or {}),
         }
-        exit_code, log = self.runner.execute(layout, env)
+        if on_started is None:
+            exit_code, log = self.runner.execute(layout, env)
+        else:
+            exit_code, log = self.runner.execute(layout, env, on_started=on_started)
         report_path = layout.temp / "repogym-report.json"
         return Step(
             exit_code=exit_code,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +23,9 @@ from typing import Protocol
 # files are the runner's, while a container action runs as root.
 RUNNER_UID = 1001
 TIMEOUT = 900  # seconds; a run of the examples takes a few
+# Called with the program's process once it is started, while the run goes on (its output
+# is read meanwhile): what the runner does to a running step, e.g. signal it (a cancel).
+OnStarted = Callable[["subprocess.Popen[str]"], None]
 
 
 class Layout:
@@ -59,8 +63,11 @@ class Runner(Protocol):
     def path(self, layout: Layout, host: Path) -> str:
         """``host``, a path of ``layout``, as the program sees it."""
 
-    def execute(self, layout: Layout, env: Mapping[str, str]) -> tuple[int, str]:
-        """Run the program with ``env``: its exit code and its log (stdout and stderr)."""
+    def execute(
+        self, layout: Layout, env: Mapping[str, str], *, on_started: OnStarted | None = None
+    ) -> tuple[int, str]:
+        """Run the program with ``env``: its exit code and its log (stdout and stderr).
+        ``on_started``: see :data:`OnStarted`."""
 
 
 class Process:
@@ -71,7 +78,24 @@ class Process:
     def path(self, layout: Layout, host: Path) -> str:
         return str(host)
 
-    def execute(self, layout: Layout, env: Mapping[str, str]) -> tuple[int, str]:
+    def execute(
+        self, layout: Layout, env: Mapping[str, str], *, on_started: OnStarted | None = None
+    ) -> tuple[int, str]:
+        if on_started is not None:
+            # As the Actions runner starts a step: SIGINT and SIGTERM at their defaults
+            # (pytest may run with SIGINT ignored, which a child would inherit); the
+            # launcher execs the program, which keeps the pid the test signals.
+            launch = (
+                "import os, signal, sys\n"
+                "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)\n"
+                "os.execv(sys.argv[1], sys.argv[1:])\n"
+            )
+            return _started(
+                [sys.executable, "-c", launch, str(self.command)],
+                on_started,
+                cwd=layout.workspace,
+                env={"PATH": os.environ["PATH"], **env},
+            )
         done = subprocess.run(
             [str(self.command)],
             cwd=layout.workspace,
@@ -122,7 +146,9 @@ class DockerAction:
     def _mounts(self) -> tuple[tuple[str, str], ...]:
         return tuple(m for m in self.MOUNTS if self.map_runner_temp or m[0] != "temp")
 
-    def execute(self, layout: Layout, env: Mapping[str, str]) -> tuple[int, str]:
+    def execute(
+        self, layout: Layout, env: Mapping[str, str], *, on_started: OnStarted | None = None
+    ) -> tuple[int, str]:
         name = f"repogym-test-{uuid.uuid4().hex[:12]}"
         command = ["docker", "run", "--name", name, "--label", "repogym-test", "--rm"]
         command += ["--workdir", "/github/workspace", "--network", "host"]
@@ -138,6 +164,10 @@ class DockerAction:
         if os.geteuid() == 0:
             _chown(layout.root, RUNNER_UID)
         try:
+            if on_started is not None:
+                # The docker CLI proxies the signals it gets into the container, as the
+                # runner's cancel relies on.
+                return _started(command, on_started, env={**os.environ, **env})
             done = subprocess.run(
                 command,
                 env={**os.environ, **env},
@@ -151,6 +181,41 @@ class DockerAction:
         finally:
             subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
         return done.returncode, done.stdout
+
+
+def _started(
+    command: Sequence[str],
+    on_started: OnStarted,
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+) -> tuple[int, str]:
+    """``command`` started, ``on_started`` called with it while a thread reads its output;
+    its exit code and output. A failing ``on_started`` kills it."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+    output: list[str] = []
+    assert process.stdout is not None
+    stdout = process.stdout
+    reader = threading.Thread(target=lambda: output.append(stdout.read()), daemon=True)
+    reader.start()
+    try:
+        on_started(process)
+        process.wait(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join()
+        stdout.close()
+    return process.returncode, "".join(output)
 
 
 def _chown(root: Path, uid: int) -> None:
