@@ -10,16 +10,17 @@ Docker as the Actions runner starts a Docker container action.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from tests.action import events
 from tests.action.fake_github import FakeGitHub
-from tests.action.gitrepo import Files, Origin, Pull, actions_checkout
+from tests.action.gitrepo import Files, Origin, Pull, actions_checkout, git
 from tests.action.runners import Layout, OnStarted, Process, Runner
 from tests.action.test_commands import read_outputs
 
@@ -35,6 +36,8 @@ class Step:
     outputs: dict[str, str]
     summary: str
     report: dict[str, Any] | None
+    # The file under the run's _temp that actions/checkout v6 persisted the token in.
+    credentials: Path | None = None
 
 
 @dataclass
@@ -45,6 +48,11 @@ class Job:
     root: Path
     fake: FakeGitHub
     runner: Runner = field(default_factory=lambda: Process())
+    # How actions/checkout persists the token: in .git/config (v4, v5), or as v6 does in
+    # a world-readable git-credentials-<uuid>.config under the run's _temp, which
+    # .git/config includes for the workspace's git directory both as the host has it
+    # and as a container action sees it (/github/workspace/.git -> /github/runner_temp/).
+    checkout: Literal["v4", "v6"] = "v4"
     origin: Origin = field(init=False)
     runs: int = 0
 
@@ -115,7 +123,27 @@ class Job:
         a cancelled job is)."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
-        sha = actions_checkout(self.origin, pull.number, layout.workspace, token=self.fake.token)
+        credentials = None
+        if self.checkout == "v6":
+            credentials = layout.temp / f"git-credentials-{uuid.uuid4()}.config"
+        sha = actions_checkout(
+            self.origin,
+            pull.number,
+            layout.workspace,
+            credentials_file=credentials,
+            token=self.fake.token,
+        )
+        if credentials is not None:  # and the include a container action's git follows
+            credentials.chmod(0o644)
+            gitdir = self.runner.path(layout, layout.workspace / ".git")
+            include = f"includeIf.gitdir:{gitdir}.path"
+            git(
+                layout.workspace,
+                "config",
+                "--local",
+                include,
+                self.runner.path(layout, credentials),
+            )
         for name, data in (artifact or {}).items():  # what a step before downloaded
             (layout.workspace / name).parent.mkdir(parents=True, exist_ok=True)
             (layout.workspace / name).write_bytes(data)
@@ -165,6 +193,7 @@ class Job:
             outputs=read_outputs(layout.commands["output"].read_text()),
             summary=layout.commands["summary"].read_text(),
             report=json.loads(report_path.read_text()) if report_path.exists() else None,
+            credentials=credentials,
         )
 
     def inputs(self, given: Mapping[str, str]) -> dict[str, str]:
