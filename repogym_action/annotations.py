@@ -4,6 +4,8 @@ A finding may come from the submission (a path, a message its tests printed), so
 GitHub is sent is checked the way GitHub checks it: a path relative to the repository
 (never absolute, never ``..``), a line of at least 1, a title of at most 255 characters
 and a message of at most 64 KiB; text is cut with a note of how much was left out. A
+title is one line: its line breaks and control characters become spaces first (GitHub
+shows it as one line, and a title may come from a test's output or a forged report). A
 finding without a path stays in the summary only.
 """
 
@@ -21,6 +23,8 @@ MAX_ANNOTATIONS = 1000
 
 LEVELS = {"failure": "failure", "warning": "warning", "notice": "notice"}
 _UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f\\]")
+# Line breaks (also U+2028, U+2029 and NEL) and other control characters, C0 and C1.
+_NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def to_annotations(report: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
@@ -46,14 +50,15 @@ def _annotation(component: str, finding: Mapping[str, Any]) -> dict[str, Any] | 
         return None
     line = finding.get("line")
     line = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else 1
-    title = str(finding.get("title") or component or "repogym")
+    title = one_line(str(finding.get("title") or ""), MAX_TITLE)
+    title = title or one_line(component, MAX_TITLE) or "repogym"
     annotation: dict[str, Any] = {
         "path": path,
         "start_line": line,
         "end_line": line,
         "annotation_level": LEVELS.get(str(finding.get("level")), "failure"),
         "message": cut_bytes(str(finding.get("message") or title), MAX_MESSAGE),
-        "title": cut_chars(title, MAX_TITLE),
+        "title": title,
     }
     return annotation
 
@@ -66,6 +71,13 @@ def _usable(path: str) -> bool:
         and not _UNSAFE_PATH.search(path)
         and all(part not in ("", ".", "..") for part in parts)
     )
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` as a one-line field GitHub shows (an annotation's or a check run's title):
+    every run of line breaks and control characters one space, the ends stripped, then
+    cut to ``limit`` characters with a note of how many were cut."""
+    return cut_chars(_NOT_ONE_LINE.sub(" ", text).strip(), limit)
 
 
 def cut_chars(text: str, limit: int) -> str:

@@ -16,7 +16,7 @@ from repogym.errors import RepogymError
 from repogym.models import format_score
 from repogym.render import render
 from repogym.report import error_report, to_json, write_atomic
-from repogym_action.annotations import cut_chars, to_annotations
+from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import Target
 from repogym_action.github import ApiError, CheckRef, GitHub, comment_marker
@@ -187,7 +187,7 @@ def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None
     p.github.finish_check(
         p.check,
         conclusion="success" if graded.passed else "failure",
-        title=cut_chars(graded.summary_line or "repogym", 255),
+        title=one_line(graded.summary_line, 255) or "repogym",
         summary=summary,
         text=texts["check_text"],
         annotations=made,

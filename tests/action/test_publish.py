@@ -123,3 +123,39 @@ def test_annotations_keep_only_usable_paths_and_cut_what_is_long() -> None:
     assert len(long["message"].encode()) <= MAX_MESSAGE and long["message"].endswith("characters)")
     assert made[2]["start_line"] == 1 and made[2]["annotation_level"] == "failure"
     assert made[0]["title"] == "constraints"
+
+
+ONE_LINE_BREAKERS = ["\n", "\r\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("breaker", ONE_LINE_BREAKERS, ids=repr)
+def test_an_annotation_title_is_one_line_without_control_characters(breaker: str) -> None:
+    findings = [
+        {"path": "src/a.py", "line": 1, "title": f"first{breaker}::error::second", "message": "m"},
+        {"path": "src/b.py", "line": 2, "title": breaker * 3, "message": f"one{breaker}two"},
+        {"path": "src/c.py", "line": 3, "title": f"{breaker}x" * 300, "message": "long"},
+    ]
+    report = {"components": [{"name": f"tests{breaker}{breaker}evil", "findings": findings}]}
+    made, _ = to_annotations(report)
+    titles = [a["title"] for a in made]
+    assert titles[0] == "first ::error::second"
+    assert titles[1] == "tests evil"  # nothing left of the title: the component's name
+    assert titles[2].startswith("x x x") and titles[2].endswith("more characters)")
+    assert len(titles[2]) <= MAX_TITLE
+    for title in titles:
+        assert title.isprintable() and title == title.strip(), repr(title)
+    assert made[1]["message"] == f"one{breaker}two"  # a message may have lines; GitHub shows them
+
+
+def test_the_check_run_title_is_one_line(fake: FakeGitHub, tmp_path: Path) -> None:
+    """An error's message is the check run's title: a message of several lines (a
+    template's error, a forged report's) is shown on one line, cut to 255 characters."""
+    message = "template comment.md.j2: line 1\n::warning::forged\r\n\x1b[0m" + "y" * 400
+    report = {"version": 2, "error": {"kind": "usage", "message": message}, "head": {"sha": HEAD}}
+    p = publication(fake, tmp_path)
+    p.start(Commands())
+    publish(p, Graded(report=report, seconds=1.0, error=message), Commands())
+    [run] = fake.check_runs(HEAD)
+    title = run["output"]["title"]
+    assert title.startswith("ERROR template comment.md.j2: line 1 ::warning::forged [0m")
+    assert title.isprintable() and len(title) <= 255 and title.endswith("more characters)")
