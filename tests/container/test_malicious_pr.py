@@ -4,7 +4,10 @@ a symlink, an edited task), graded by the image as the Actions runner starts a D
 container action (tests/action/runners.py), against the fake GitHub API.
 
 The job's token is a fresh canary (``ghs_`` and random hex): it is ``github-token`` and,
-as actions/checkout leaves it, the extraheader in the workspace's ``.git/config``. The
+as actions/checkout leaves it, the extraheader in the workspace's ``.git/config`` (v4,
+v5), or in a world-readable ``git-credentials-<uuid>.config`` under RUNNER_TEMP that
+``.git/config`` includes, for the container too (v6 and later, which README pins): the
+attacks on credentials run against both layouts (tests/action/job.py ``checkout``). The
 attack code runs as the sandbox user (the container runs as root, repogym/_sandbox.py)
 and tells what it got in its output at exit (``LOOT`` lines and ``ATTACK-RAN-<marker>``),
 which ends in the report's output tail: what it steals is published, so a leak cannot go
@@ -13,7 +16,9 @@ unseen. After each case, all at once so that a failure lists every problem:
 - the canary (and the extraheader that carries it) is nowhere: not in the step's log but
   the one ``::add-mask::`` line, not in any request the fake received nor in what it holds,
   not in the file-command files, the report, or any file left in the run's workspace and
-  ``_temp`` (the workspace's ``.git/config`` aside: actions/checkout put it there);
+  ``_temp`` (the file actions/checkout put it in aside: ``.git/config``, or v6's file);
+- that file still holds it, for the job's later steps, and is readable by its owner
+  only (0600): the Action closed it before the submission's code ran;
 - the verdict is the one the change earns, the comment says why, there is exactly one
   sticky comment and a completed check run, the outputs are the Action's own;
 - the attack ran (its line in the report), and nothing of it is left: no process carrying
@@ -27,16 +32,18 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -63,6 +70,7 @@ from tests.container.attacks import (
     PRELUDE,
     PROC,
     SYMLINKS,
+    WALK,
     WORKFLOW,
     WORKFLOW_COMMANDS,
 )
@@ -87,6 +95,10 @@ LOG_LIMIT = 64 * 1024  # bytes: the log has the task's commands, never what they
 F2P_FAILED = "fail_to_pass: 0 of 2 passed"
 
 
+Checkout = Literal["v4", "v6"]  # how actions/checkout left the token (tests/action/job.py)
+CREDENTIALS: tuple[Checkout, ...] = ("v4", "v6")  # the attacks on credentials meet both
+
+
 @dataclass(frozen=True)
 class Attack:
     """One malicious pull request: ``code`` run at import (after :data:`PRELUDE`), ``files``
@@ -101,6 +113,8 @@ class Attack:
     says: tuple[str, ...] = ()
     ran: str = "ATTACK-RAN-{marker}"
     check: Callable[[Run], list[str]] | None = None
+    # The ways actions/checkout left the token that the attack meets, a case each.
+    checkouts: tuple[Checkout, ...] = ("v4",)
 
 
 @dataclass
@@ -124,6 +138,23 @@ class Run:
         report = self.step.report or {}
         found = [c for c in report.get("components", []) if c["name"] == "tests"]
         return found[0] if found else {}
+
+    @property
+    def tail(self) -> str:
+        """The test command's output tail in the report: what the attack printed."""
+        return str(self.tests.get("details", {}).get("command", {}).get("output_tail", ""))
+
+    @property
+    def tried(self) -> dict[str, int]:
+        """What the attack counted, from its ``ATTACK-RAN-<marker> name=N ...`` line."""
+        found = re.search(rf"ATTACK-RAN-{self.marker}((?: \w+=-?\d+)*)$", self.tail, re.M)
+        pairs = (found[1] if found else "").split()
+        return {k: int(v) for k, v in (pair.split("=") for pair in pairs)}
+
+    @property
+    def holder(self) -> Path:
+        """The file actions/checkout persisted the token in."""
+        return self.step.credentials or self.directory / "workspace" / ".git" / "config"
 
 
 # -- what each case checks beyond the common checks ----------------------------------------
@@ -165,9 +196,55 @@ def check_markdown(run: Run) -> list[str]:
 
 
 def check_docker(run: Run) -> list[str]:
-    if "docker_connected=0" not in json.dumps(run.step.report):
-        return ["the attack connected to the Docker socket"]
-    return []
+    problems = []
+    tried = run.tried
+    if not Path(DockerAction.SOCKET).is_socket():
+        problems.append(f"no {DockerAction.SOCKET} here to mount: the engine's socket is elsewhere")
+    if tried.get("docker_socket") != 1:
+        problems.append("the Docker socket was not mounted in the container: nothing attacked")
+    if tried.get("docker_connected") != 0:
+        problems.append("the attack connected to the Docker socket")
+    code = tried.get("docker_errno")
+    if code != errno.EACCES:
+        name = errno.errorcode.get(code, code) if code is not None else None
+        problems.append(f"connecting to the socket failed with {name}, not EACCES")
+    return problems
+
+
+def check_environment(run: Run) -> list[str]:
+    """Not in their environment: no variable of the runner's, the Action's inputs or the
+    token in what the attack's process has."""
+    problems = []
+    tried = run.tried
+    if not tried.get("variables"):
+        problems.append(f"the attack counted no variables: {tried}")
+    if tried.get("runner_variables") != 0:
+        problems.append(f"{tried.get('runner_variables')} variables of the runner's are there")
+    dumps = [line for line in run.tail.splitlines() if line.startswith("ENVIRON ")]
+    if not dumps:
+        problems.append("the environment dump is not in the report: nothing to check")
+    for dump in dumps:
+        names = re.findall(r"(?<!\S)((?:GITHUB|INPUT|RUNNER|ACTIONS)_[^=\s]*)=", dump)
+        if names:
+            problems.append(f"the environment dump has the runner's variables: {names}")
+        if run.canary in dump or extraheader(run.canary).split()[-1] in dump:
+            problems.append("the environment dump has the token")
+    return problems
+
+
+def check_walked(run: Run) -> list[str]:
+    """The walk of RUNNER_TEMP and .git saw the file that holds the token, and read no
+    extraheader."""
+    problems = []
+    tried = run.tried
+    if not tried.get("files"):
+        problems.append(f"the attack found no files to read: {tried}")
+    v6_files = 1 if run.job.checkout == "v6" else 0
+    if tried.get("v6_files") != v6_files:
+        problems.append(f"the attack found {tried.get('v6_files')} v6 files, not {v6_files}")
+    if tried.get("headers_got") != 0:
+        problems.append(f"the attack read {tried.get('headers_got')} files with an extraheader")
+    return problems
 
 
 def check_file_commands(run: Run) -> list[str]:
@@ -183,6 +260,9 @@ def check_file_commands(run: Run) -> list[str]:
             problems.append(f"{path.name} is not empty: {text[:200]!r}")
     if " wrote=0" not in json.dumps(run.step.report):
         problems.append("the attack could write some file it tried")
+    if run.tried.get("variables_found") != 0:
+        found = run.tried.get("variables_found")
+        problems.append(f"the attack found {found} file-command variables in its environment")
     return problems
 
 
@@ -232,9 +312,24 @@ def check_timed_out(run: Run) -> list[str]:
 # -- the cases ---------------------------------------------------------------------------
 
 ATTACKS = [
-    Attack(name="environment dumped to a file and printed", code=ENVIRONMENT),
-    Attack(name="/proc/*/environ and cmdline read", code=PROC),
-    Attack(name="the checkout's .git/config and extraheader read", code=GIT_CONFIG),
+    Attack(
+        name="environment dumped to a file and printed",
+        code=ENVIRONMENT,
+        check=check_environment,
+        checkouts=CREDENTIALS,
+    ),
+    Attack(name="/proc/*/environ and cmdline read", code=PROC, checkouts=CREDENTIALS),
+    Attack(
+        name="the checkout's .git/config and extraheader read",
+        code=GIT_CONFIG,
+        checkouts=CREDENTIALS,
+    ),
+    Attack(
+        name="every file under /github/runner_temp and .git read",
+        code=WALK,
+        check=check_walked,
+        checkouts=CREDENTIALS,
+    ),
     Attack(name="the Docker socket", code=DOCKER, check=check_docker),
     Attack(name="file commands appended to", code=FILE_COMMANDS, check=check_file_commands),
     Attack(
@@ -302,7 +397,19 @@ ATTACKS = [
     ),
 ]
 
-# attack -> (caught, leaks), filled as the cases run, printed at the end of the module.
+# One case per attack and way actions/checkout left the token, named in the table by the
+# attack, and the layout when the attack runs against more than one.
+CASES = [
+    pytest.param(
+        attack,
+        checkout,
+        id=f"{attack.name} (checkout {checkout})" if len(attack.checkouts) > 1 else attack.name,
+    )
+    for attack in ATTACKS
+    for checkout in attack.checkouts
+]
+
+# case -> (caught, leaks), filled as the cases run, printed at the end of the module.
 MEASURED: dict[str, tuple[bool, int]] = {}
 
 
@@ -326,24 +433,33 @@ def _table(request: pytest.FixtureRequest) -> Iterator[None]:
                 reporter.write_line(line)
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_a_malicious_pull_request(attack: Attack, action_image: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("attack", "checkout"), CASES)
+def test_a_malicious_pull_request(
+    attack: Attack,
+    checkout: Checkout,
+    action_image: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
     marker = "atk" + uuid.uuid4().hex[:12]
     canary = "ghs_" + secrets.token_hex(18)
     problems: list[str] = []
     leaks: list[str] = []
+    checked = False  # a case that raised was not caught
     try:
         with FakeGitHub(token=canary) as fake:
-            job = Job(tmp_path, fake, DockerAction(action_image))
+            job = Job(tmp_path, fake, DockerAction(action_image), checkout=checkout)
             run = _run(job, attack, marker, canary)
             leaks = _leaks(run)
             problems += leaks
+            problems += _credentials_problems(run)
             problems += _verdict_problems(run)
             problems += attack.check(run) if attack.check else []
             problems += _leftovers(run)
         problems += [f"the fake API: {v}" for v in fake.violations]
+        checked = True
     finally:
-        MEASURED[attack.name] = (not problems, len(leaks))
+        MEASURED[request.node.callspec.id] = (checked and not problems, len(leaks))
     assert not problems, "\n".join(problems)
 
 
@@ -386,7 +502,7 @@ def _leaks(run: Run) -> list[str]:
     look("the outputs", json.dumps(run.step.outputs))
     look("the job summary", run.step.summary)
     look("the report", json.dumps(run.step.report))
-    kept = run.directory / "workspace" / ".git" / "config"  # actions/checkout's, as it left it
+    kept = run.holder  # actions/checkout's, as it left it
     for top in (run.directory / "workspace", run.directory / "_temp"):
         for directory, _, names in os.walk(top):
             for name in names:
@@ -398,6 +514,33 @@ def _leaks(run: Run) -> list[str]:
                 elif path.is_file():
                     look(str(path.relative_to(run.directory)), path.read_bytes())
     return found
+
+
+def _credentials_problems(run: Run) -> list[str]:
+    """The file actions/checkout left the token in still has it, for the job's later
+    steps, and is its owner's alone: the Action closed it before the submission ran."""
+    problems = []
+    holder = run.holder
+    if not holder.is_file():
+        return [f"{holder} is gone"]
+    mode = stat.S_IMODE(holder.stat().st_mode)
+    if mode != 0o600:
+        problems.append(f"{holder.name} is left {mode:o}, not 600: others can read the token")
+    if extraheader(run.canary) not in holder.read_text():
+        problems.append(f"{holder.name} lost the token the job's later steps use")
+    if run.step.credentials is not None:  # and the container's git found it there
+        config = str(run.directory / "workspace" / ".git" / "config")
+        include = "includeIf.gitdir:/github/workspace/.git.path"
+        done = subprocess.run(
+            ["git", "config", "--file", config, "--get", include],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        included = done.stdout.strip()
+        if included != f"/github/runner_temp/{holder.name}":
+            problems.append(f".git/config includes {included!r} in the container")
+    return problems
 
 
 def _verdict_problems(run: Run) -> list[str]:
