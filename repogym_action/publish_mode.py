@@ -5,12 +5,15 @@ and uploaded as an artifact. README, "Pull requests from forks".
 Nothing in the artifact is trusted. The pull request is the open one whose head is the
 graded run's head commit from the run's head repository, both read from the event payload
 (GitHub's) and the API, never from the artifact; the report's head must be that commit;
-the report is read as JSON of at most :data:`MAX_REPORT` bytes, checked the way templates
-read it, and only rendered, by the same sandboxed templates as a grade.
+the report is read as JSON of at most :data:`MAX_REPORT` bytes, validated against the
+schema of :mod:`repogym_action.report_schema`, and only rendered, by the same sandboxed
+templates as a grade. The payload's shape is checked too: a field of the wrong type is one
+line naming it, never a traceback.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,13 +22,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repogym.render import with_defaults
 from repogym.report import REPORT_VERSION
 from repogym_action.commands import Commands
 from repogym_action.event import EventError, Target, load_payload
 from repogym_action.github import GitHub
 from repogym_action.grade import Graded
 from repogym_action.publish import Publication, publish
+from repogym_action.report_schema import problems, shown
 from repogym_action.settings import RunContext, Settings
 
 MAX_REPORT = 8 * 1024 * 1024  # bytes; a grade's report is far smaller
@@ -72,33 +75,60 @@ def publish_uploaded(
 
 
 def _graded_run(payload: Mapping[str, Any], context: RunContext) -> dict[str, str]:
-    """The graded run's head commit and head repository, from the ``workflow_run`` payload."""
+    """The graded run's head commit and head repository, from the ``workflow_run`` payload,
+    whose every field read is checked for its type first."""
     run = payload.get("workflow_run")
     if not isinstance(run, Mapping):
-        raise EventError("the workflow_run payload has no `workflow_run` object")
-    repository = (run.get("repository") or {}).get("full_name")
-    if not isinstance(repository, str) or repository.lower() != context.repository.lower():
         raise EventError(
-            f"workflow_run.repository is {repository!r}, not {context.repository}: only a run "
-            "of this repository is published"
+            f"the workflow_run payload's `workflow_run` is {_shown(run)}, not an object: "
+            "GITHUB_EVENT_PATH must be the payload of the workflow_run event"
         )
-    if run.get("event") not in ("pull_request", "pull_request_target"):
+    repository = _full_name(run, "repository")
+    if repository.lower() != context.repository.lower():
         raise EventError(
-            f"workflow_run.event is {run.get('event')!r}: publish mode posts the grade of a "
-            "pull_request run; trigger it on the grading workflow only"
+            f"workflow_run.repository.full_name is {repository!r}, not {context.repository}: "
+            "only a run of this repository is published"
+        )
+    event = run.get("event")
+    if event != "pull_request":
+        raise EventError(
+            f"workflow_run.event is {_shown(event)}: publish mode posts the grade of a "
+            "pull_request run only; trigger it on the grading workflow's pull_request runs"
         )
     head_sha = run.get("head_sha")
-    head_repository = (run.get("head_repository") or {}).get("full_name")
     if not isinstance(head_sha, str) or not _SHA.fullmatch(head_sha):
-        raise EventError(f"workflow_run.head_sha is {head_sha!r}, not a commit's sha")
-    if not isinstance(head_repository, str) or not head_repository:
-        raise EventError("workflow_run.head_repository.full_name is missing")
+        raise EventError(f"workflow_run.head_sha is {_shown(head_sha)}, not a commit's sha")
+    head_repository = _full_name(run, "head_repository")
+    pulls = run.get("pull_requests")
+    if not isinstance(pulls, list):
+        raise EventError(
+            f"workflow_run.pull_requests is {_shown(pulls)}, not a list: not a payload GitHub sends"
+        )
     return {"head_sha": head_sha, "head_repository": head_repository}
+
+
+def _full_name(run: Mapping[str, Any], key: str) -> str:
+    """``workflow_run.<key>.full_name``, an ``owner/name``."""
+    repository = run.get(key)
+    if not isinstance(repository, Mapping):
+        raise EventError(
+            f"workflow_run.{key} is {_shown(repository)}, not an object with the "
+            "repository's full_name (a deleted fork has none: nothing can be published)"
+        )
+    name = repository.get("full_name")
+    if not isinstance(name, str) or name.count("/") != 1 or not all(name.split("/")):
+        raise EventError(f"workflow_run.{key}.full_name is {_shown(name)}, not owner/name")
+    return name
+
+
+def _shown(value: object) -> str:
+    return "missing" if value is None else shown(value)
 
 
 def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
     """The uploaded report at ``path``: a regular file (not a link) of at most
-    :data:`MAX_REPORT` bytes, a JSON report of this version, about ``head_sha``."""
+    :data:`MAX_REPORT` bytes, a JSON report of this version valid by its schema
+    (:mod:`repogym_action.report_schema`), about ``head_sha``."""
     if path is None:
         raise ArtifactError(
             "input `report`: mode publish reads the uploaded report there; give the path "
@@ -107,6 +137,11 @@ def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ArtifactError(
+                f"{path}: the uploaded report is a symbolic link, not the downloaded file: "
+                "not published"
+            ) from None
         raise ArtifactError(
             f"{path}: the uploaded report cannot be read: {error.strerror}; download the "
             "grading run's artifact to this path first"
@@ -114,7 +149,10 @@ def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise ArtifactError(f"{path}: the uploaded report is not a regular file")
+            raise ArtifactError(
+                f"{path}: the uploaded report is not a regular file (a {_kind(info.st_mode)}): "
+                "not published"
+            )
         if info.st_size > MAX_REPORT:
             raise ArtifactError(
                 f"{path}: the uploaded report is {info.st_size} bytes, over the "
@@ -130,11 +168,28 @@ def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
             f"{path}: the uploaded report is not a repogym report of version "
             f"{REPORT_VERSION}: not published"
         )
-    with_defaults(report)  # a UsageError naming a value of the wrong type
-    head = (report.get("head") or {}).get("sha")
+    found = problems(report)
+    if found:
+        raise ArtifactError(
+            *(f"{path}: the uploaded report does not fit its schema: {line}" for line in found)
+        )
+    head = report["head"].get("sha")
     if head != head_sha:
         raise ArtifactError(
             f"{path}: the uploaded report grades {str(head)[:40]!r}, not the run's head "
             f"{head_sha}: not published"
         )
     return report
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a word."""
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"

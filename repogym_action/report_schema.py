@@ -1,0 +1,184 @@
+"""The schema of an uploaded report (``mode: publish``): the keys of docs/report.md that the
+templates, the check run and the outputs read, declared as pydantic models with their
+types and bounds.
+
+An uploaded report may be forged (README, "Pull requests from forks"), so it is checked
+strictly, with no conversion: a score is a finite JSON number in [0, 1] (not a string, not
+``true``, not ``NaN``), ``passed`` is ``true`` or ``false``, every component and finding
+has its keys with values of the right kinds, every string is bounded, and the summary and
+the error message, which the log and the check run's title show, are one line. A report
+that is not an error report has its score, verdict, summary and components. Keys the
+schema does not name pass as they are (a report may gain keys within a version), bounded
+by the size of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic_core import ErrorDetails
+
+from repogym.report import REPORT_VERSION
+
+MAX_NAME = 1024  # characters of a name, a ref, a sha, a kind
+MAX_PATH = 4096  # characters of a path
+MAX_TEXT = 64 * 1024  # characters of a message, a title, the summary
+MAX_PROBLEMS = 10  # lines of problems shown; the rest are counted
+
+_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME, pattern=_ONE_LINE)]
+PathText = Annotated[str, StringConstraints(max_length=MAX_PATH)]
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+OneLine = Annotated[str, StringConstraints(max_length=MAX_TEXT, pattern=_ONE_LINE)]
+Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+LineNumber = Annotated[int, Field(ge=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class Tool(_Model):
+    name: Name | None = None
+    version: Name | None = None
+
+
+class Commit(_Model):
+    sha: Name | None = None
+
+
+class Base(_Model):
+    ref: Name | None = None
+    sha: Name | None = None
+
+
+class Task(_Model):
+    source: PathText | None = None
+    sha256: Name | None = None
+    type: Name | None = None
+    hidden_tests: Name | None = None
+    config: dict[str, Any] | None = None
+
+
+class Error(_Model):
+    kind: Literal["usage", "task", "internal"]
+    message: OneLine
+
+
+class Finding(_Model):
+    path: PathText | None = None
+    line: LineNumber | None = None
+    title: Text | None = None
+    message: Text
+    level: Literal["failure", "warning", "notice"] | None = None
+
+
+class Component(_Model):
+    name: Annotated[Name, StringConstraints(min_length=1)]
+    role: Literal["objective", "gate"]
+    score: Score
+    passed: bool
+    weight: Weight | None = None
+    details: dict[str, Any] | None = None
+    messages: list[Text] | None = None
+    findings: list[Finding] | None = None
+
+
+class Report(_Model):
+    version: Literal[REPORT_VERSION]  # type: ignore[valid-type]
+    tool: Tool | None = None
+    error: Error | None = None
+    score: Score | None = None
+    passed: bool | None = None
+    summary: OneLine | None = None
+    components: list[Component] | None = None
+    files_changed: list[PathText] | None = None
+    base: Base | None = None
+    merge_base: Commit | None = None
+    head: Commit
+    task: Task | None = None
+
+
+# What a report that is not an error report must have.
+GRADE_KEYS = ("score", "passed", "summary", "components")
+
+
+def problems(report: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``report`` by the schema, one line per problem naming the key
+    (``components[0].score``), at most :data:`MAX_PROBLEMS` lines and one counting the
+    rest; empty when it is a valid report."""
+    found: list[str] = []
+    try:
+        checked = Report.model_validate(report)
+    except ValidationError as error:
+        found = [_describe(item) for item in error.errors(include_url=False)]
+    else:
+        if checked.error is None:
+            found = [
+                f"`{key}` is missing: only an error report (one with `error`) goes without it"
+                for key in GRADE_KEYS
+                if report.get(key) is None
+            ]
+    if len(found) > MAX_PROBLEMS:
+        rest = len(found) - MAX_PROBLEMS + 1
+        found = [*found[: MAX_PROBLEMS - 1], f"and {rest} more problems"]
+    return found
+
+
+def _describe(item: ErrorDetails) -> str:
+    key = _key(item["loc"])
+    kind = item["type"]
+    value = item.get("input")
+    if kind == "missing":
+        return f"`{key}` is missing"
+    if kind == "string_too_long":
+        limit = (item.get("ctx") or {}).get("max_length")
+        return f"`{key}` is a string of {len(value)} characters, over the {limit} it may have"
+    if kind == "string_pattern_mismatch":
+        return f"`{key}` is {shown(value)}: should be one line, without control characters"
+    if item["loc"] and item["loc"][-1] == "score" and kind in _NUMBER_ERRORS:
+        return f"`{key}` is {shown(value)}: should be a finite number in [0, 1]"
+    message = _EXPECTED.get(kind, item["msg"])
+    if message.startswith("Input should"):
+        message = "should" + message.removeprefix("Input should")
+    return f"`{key}` is {shown(value)}: {message}" if key else message
+
+
+_EXPECTED = {
+    "dict_type": "should be an object",
+    "model_type": "should be an object",
+    "list_type": "should be a list",
+    "bool_type": "should be true or false",
+    "string_type": "should be a string",
+    "int_type": "should be a whole number",
+    "float_type": "should be a number",
+}
+_NUMBER_ERRORS = ("float_type", "finite_number", "greater_than_equal", "less_than_equal")
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    """``components[0].findings[2].title`` for ``('components', 0, 'findings', 2, 'title')``;
+    a key that is not plain printable text is shown as a Python string."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            name = part if part.isprintable() and "`" not in part else repr(part)
+            text += f".{name}" if text else name
+    return text
+
+
+def shown(value: object) -> str:
+    """``value`` in one short line: JSON's names for None and the booleans."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
