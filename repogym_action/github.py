@@ -6,6 +6,10 @@ state, so sending one twice does no harm), are retried on a server error; a POST
 is blindly: a POST that failed may have been done, so before sending it again the
 Action looks for what it would have made (its comment by the marker, its check run by
 name and ``external_id``), and sends it again only when that is not there.
+
+The client remembers the check runs it started and has not completed, so that a run
+cut short (a cancelled job) can complete them as ``cancelled``: :meth:`GitHub.cancel_checks`,
+with requests of their own that wait for nothing (no retry, a short timeout).
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ ANNOTATIONS_PER_REQUEST = 50
 RETRIES = 4
 ATTEMPTS = RETRIES + 1
 BACKOFF = 0.5
+# A cancelled run's requests (the runner kills the step a few seconds after the cancel):
+# each may take this long, in seconds, and is sent once.
+CANCEL_TIMEOUT = 3
 # Who writes with a workflow's GITHUB_TOKEN (an installation token, which GET /user refuses).
 ACTIONS_BOT = "github-actions[bot]"
 
@@ -67,6 +74,17 @@ class CheckRef:
 
     id: int
     html_url: str
+
+
+@dataclass(slots=True)
+class _OpenCheck:
+    """A check run this client started and has not completed; ``ref`` is None while
+    the POST that makes it has no answer yet."""
+
+    name: str
+    head_sha: str
+    external_id: str
+    ref: CheckRef | None = None
 
 
 def comment_marker(check_name: str, run: str) -> tuple[str, str]:
@@ -99,6 +117,9 @@ class GitHub:
         # retries POST, which could post a comment twice: here only reads and PATCH are.
         self._budget = budget or WaitBudget()
         self._secondary_wait = secondary_wait
+        self._api_url = api_url.rstrip("/")
+        self._token = token
+        self._open: list[_OpenCheck] = []
         retry = BudgetRetry(
             budget=self._budget,
             total=RETRIES,
@@ -170,6 +191,7 @@ class GitHub:
         failed after GitHub made it.
         """
         started = datetime.datetime.now(datetime.timezone.utc)
+        opened = _OpenCheck(name=name, head_sha=head_sha, external_id=external_id)
 
         def create() -> CheckRun:
             return self._repo.create_check_run(
@@ -185,14 +207,20 @@ class GitHub:
             runs = self._repo.get_commit(head_sha).get_check_runs(check_name=name)
             return next((r for r in runs if r.external_id == external_id), None)
 
-        run = _post_once(
-            f"create check run {name!r}",
-            create,
-            find,
-            budget=self._budget,
-            secondary_wait=self._secondary_wait,
-        )
-        return CheckRef(id=run.id, html_url=run.html_url)
+        self._open.append(opened)  # from before the POST: a cancel may come during it
+        try:
+            run = _post_once(
+                f"create check run {name!r}",
+                create,
+                find,
+                budget=self._budget,
+                secondary_wait=self._secondary_wait,
+            )
+        except ApiError:
+            self._open.remove(opened)
+            raise
+        opened.ref = CheckRef(id=run.id, html_url=run.html_url)
+        return opened.ref
 
     def finish_check(
         self,
@@ -227,7 +255,12 @@ class GitHub:
             }
             with contextlib.suppress(ApiError):
                 self._complete(run, conclusion, short)
+                self._completed(check)
             raise
+        self._completed(check)
+
+    def _completed(self, check: CheckRef) -> None:
+        self._open = [o for o in self._open if o.ref is None or o.ref.id != check.id]
 
     @staticmethod
     def _complete(run: CheckRun, conclusion: str, output: dict[str, Any]) -> None:
@@ -238,6 +271,67 @@ class GitHub:
                 status="completed", conclusion=conclusion, completed_at=done, output=output
             ),
         )
+
+    def cancel_checks(self, *, title: str, summary: str) -> tuple[int, list[str]]:
+        """Complete every check run this client started and has not completed as
+        ``cancelled``, with ``title`` and ``summary``: how many it completed, and a line
+        for each it could not.
+
+        For a cancelled run, so bounded: a client of its own (the run's may be midway
+        through a request), no retry, no wait, :data:`CANCEL_TIMEOUT` seconds a request.
+        One PATCH each; a check run whose POST had no answer yet is looked for first
+        (by name and ``external_id``), and left alone when it is not there.
+        """
+        client = Github(
+            base_url=self._api_url,
+            auth=Auth.Token(self._token),
+            retry=0,
+            timeout=CANCEL_TIMEOUT,
+            lazy=True,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+            user_agent="repogym-action",
+        )
+        done, problems = 0, []
+        try:
+            repo = client.get_repo(self.repository)
+            for opened in list(self._open):
+                try:
+                    run = self._cancel_one(repo, opened, title, summary)
+                except ApiError as error:
+                    problems.append(error.lines[0])
+                    continue
+                self._open.remove(opened)
+                done += run
+        finally:
+            client.close()
+        return done, problems
+
+    @staticmethod
+    def _cancel_one(repo: Any, opened: _OpenCheck, title: str, summary: str) -> int:
+        """``opened`` completed as cancelled: 1, or 0 when it turns out never made."""
+        if opened.ref is not None:
+            run = repo.get_check_run(opened.ref.id)  # lazy: no request
+        else:
+            runs = _call(
+                "look for the check run",
+                lambda: list(
+                    repo.get_commit(opened.head_sha).get_check_runs(check_name=opened.name)
+                ),
+            )
+            found = [r for r in runs if r.external_id == opened.external_id]
+            if not found:
+                return 0
+            run = found[0]
+        done = datetime.datetime.now(datetime.timezone.utc)
+        output = {"title": title, "summary": summary}
+        _call(
+            "complete check run as cancelled",
+            lambda: run.edit(
+                status="completed", conclusion="cancelled", completed_at=done, output=output
+            ),
+        )
+        return 1
 
     # -- the sticky comment ---------------------------------------------------------
 

@@ -37,9 +37,11 @@ class LogProgress:
         self._workspace = workspace
         self._lock = threading.Lock()
         self._ticker: _Ticker | None = None
+        self._in_group = False
 
     def grader_started(self, name: str) -> None:
         self._say(f"::group::{escape_data(f'repogym: {name}')}")
+        self._in_group = True
 
     def grader_finished(self, component: GradeComponent, seconds: float) -> None:
         verdict = "passed" if component.passed else "not passed"
@@ -48,6 +50,7 @@ class LogProgress:
             f"({component.role.value}) in {seconds:.1f} s"
         )
         self._say("::endgroup::")
+        self._in_group = False
 
     def command_started(self, command: str, cwd: Path) -> None:
         # A line of ours never starts with "::": the runner would read it as a command.
@@ -60,7 +63,12 @@ class LogProgress:
         self._say(f"  {result.describe()}")
 
     def close(self) -> None:
+        """Stop the ticker; end a grader's group the grade left open (an interrupt), so
+        that what follows is not folded into it."""
         self._stop_ticker()
+        if self._in_group:
+            self._say("::endgroup::")
+            self._in_group = False
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:

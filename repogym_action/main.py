@@ -9,17 +9,32 @@ Exit codes: 0 passed (or ``fail: false``), 1 not passed, 2 an error the user can
 input, the event, the task, the checkout, the API), 3 an error of repogym's. On an error
 the check run is still completed (``failure``, the error in its summary) and an
 ``::error::`` says what went wrong.
+
+Cancelled: when GitHub cancels the job (``concurrency: cancel-in-progress``, the Cancel
+button) the runner signals the step, SIGINT then SIGTERM, and kills it a few seconds
+later; for this container action the ``docker run`` CLI passes the signals in. The first
+SIGINT, SIGTERM or SIGHUP stops the run where it is, as the ``repogym`` command stops
+(:func:`repogym._process.signals_interrupt`): every ``finally`` runs, so the commands of
+the grade are killed and the private clone removed. Then the check run, when this run
+started one and has not completed it, is completed as ``cancelled`` (no verdict) with one
+PATCH that waits for nothing (:meth:`GitHub.cancel_checks`); nothing else is posted or
+written (no comment, outputs, report or job summary that were not already whole), one
+``::warning::`` line says so, and the exit code is 128 + the signal's number: 130 for
+SIGINT, 143 for SIGTERM. Signals after the first are ignored, so that the clean-up is
+not cut short.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import traceback
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from repogym._process import Interrupted, signals_interrupt
 from repogym.errors import RepogymError
 from repogym_action.commands import Commands
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
@@ -29,18 +44,23 @@ if TYPE_CHECKING:
     from repogym_action.grade import Graded
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_SIGNAL = 128  # plus the signal's number: a cancelled job
 
 
 def main() -> int:
     """The console script: run with the environment the runner sets."""
     out = Commands()
-    try:
-        return run(os.environ, out)
-    except Exception as error:  # a bug of ours: say so in one line, the traceback folded
-        with out.group("repogym-action: traceback"):
-            out.untrusted(traceback.format_exc())
-        out.error(f"repogym-action failed: {type(error).__name__}: {error}")
-        return EXIT_INTERNAL
+    with signals_interrupt():
+        try:
+            try:
+                return run(os.environ, out)
+            except Exception as error:  # a bug of ours: say so in one line, the traceback folded
+                with out.group("repogym-action: traceback"):
+                    out.untrusted(traceback.format_exc())
+                out.error(f"repogym-action failed: {type(error).__name__}: {error}")
+                return EXIT_INTERNAL
+        except KeyboardInterrupt as interrupt:  # before the API client, or after it closed
+            return _cancelled(out, interrupt, None)
 
 
 def run(env: Mapping[str, str], out: Commands) -> int:
@@ -67,8 +87,32 @@ def run(env: Mapping[str, str], out: Commands) -> int:
         return _graded(context, settings, github, out, started)
     except RepogymError as error:
         return _failed(out, error)
+    except Interrupted as interrupt:  # the job was cancelled: a signal (main())
+        return _cancelled(out, interrupt, github)
     finally:
         github.close()
+
+
+def _cancelled(out: Commands, interrupt: KeyboardInterrupt, github: GitHub | None) -> int:
+    """The run stopped by a signal, its ``finally`` clauses run: complete the check run it
+    left in progress as cancelled, say so in one line; 128 + the signal's number."""
+    signum = interrupt.signum if isinstance(interrupt, Interrupted) else signal.SIGINT
+    name = signal.Signals(signum).name
+    said = "nothing more is posted or written"
+    if github is not None:
+        done, problems = github.cancel_checks(
+            title="repogym: cancelled",
+            summary=(
+                f"The workflow run was cancelled ({name}) before repogym finished, so this "
+                "commit has no verdict from it. Re-run the job for one."
+            ),
+        )
+        if problems:
+            said = f"the check run could not be completed as cancelled: {problems[0]}"
+        elif done:
+            said = "the check run is completed as cancelled"
+    out.warning(f"repogym-action: cancelled ({name}); {said}")
+    return EXIT_SIGNAL + signum
 
 
 def _graded(
