@@ -19,35 +19,28 @@ import datetime
 import functools
 import logging
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import requests
 from github import Auth, Github, GithubException
 from github.CheckRun import CheckRun
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 
-from repogym.errors import RepogymError
 from repogym_action.event import PullRequest
 from repogym_action.retry import (
+    RETRIES,
     SECONDARY_WAIT,
+    ApiError,
     BudgetRetry,
     WaitBudget,
-    WaitTooLong,
-    rate_limit_wait,
+    call_api,
+    post_once,
 )
 
 # GitHub: at most 50 annotations per request; more are sent by further updates.
 ANNOTATIONS_PER_REQUEST = 50
-# How many times a read or a PATCH is sent again after a server error or a rate limit,
-# and how many times the POST-safe loop sends a POST at most; between two sends of a POST
-# after a server error or a lost answer it waits BACKOFF, doubling (0.5, 1, 2, 4 s), so
-# that a burst of errors of a few seconds is waited out as it is for reads.
-RETRIES = 4
-ATTEMPTS = RETRIES + 1
-BACKOFF = 0.5
 # A cancelled run's requests (the runner kills the step a few seconds after the cancel):
 # each may take this long, in seconds, and is sent once.
 CANCEL_TIMEOUT = 3
@@ -55,17 +48,6 @@ CANCEL_TIMEOUT = 3
 ACTIONS_BOT = "github-actions[bot]"
 
 T = TypeVar("T")
-
-
-class ApiError(RepogymError):
-    """A request to GitHub's API failed: one line saying which and how to fix it;
-    ``status`` is GitHub's answer (None when there was none)."""
-
-    def __init__(self, line: str, *, status: int | None = None, read_only: bool = False) -> None:
-        super().__init__(line)
-        self.status = status
-        # The token may not write here: a pull request from a fork gets a read-only one.
-        self.read_only = read_only
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +134,7 @@ class GitHub:
     def pull(self, number: int) -> PullRequest:
         """The pull request ``number`` as it is now."""
         try:
-            return _call(
+            return call_api(
                 f"GET pull request #{number}", lambda: _pull_request(self._repo.get_pull(number))
             )
         except ApiError as error:
@@ -178,7 +160,7 @@ class GitHub:
                     return _pull_request(pull)
             return None
 
-        return _call("list open pull requests", find)
+        return call_api("list open pull requests", find)
 
     # -- check runs -----------------------------------------------------------------
 
@@ -209,7 +191,7 @@ class GitHub:
 
         self._open.append(opened)  # from before the POST: a cancel may come during it
         try:
-            run = _post_once(
+            run = post_once(
                 f"create check run {name!r}",
                 create,
                 find,
@@ -240,7 +222,7 @@ class GitHub:
         last = {**output, "annotations": batches[-1]} if batches[-1] else output
         try:
             for batch in batches[:-1]:
-                _call(
+                call_api(
                     "update check run",
                     functools.partial(run.edit, output={**output, "annotations": batch}),
                 )
@@ -265,7 +247,7 @@ class GitHub:
     @staticmethod
     def _complete(run: CheckRun, conclusion: str, output: dict[str, Any]) -> None:
         done = datetime.datetime.now(datetime.timezone.utc)
-        _call(
+        call_api(
             "complete check run",
             lambda: run.edit(
                 status="completed", conclusion=conclusion, completed_at=done, output=output
@@ -313,7 +295,7 @@ class GitHub:
         if opened.ref is not None:
             run = repo.get_check_run(opened.ref.id)  # lazy: no request
         else:
-            runs = _call(
+            runs = call_api(
                 "look for the check run",
                 lambda: list(
                     repo.get_commit(opened.head_sha).get_check_runs(check_name=opened.name)
@@ -325,7 +307,7 @@ class GitHub:
             run = found[0]
         done = datetime.datetime.now(datetime.timezone.utc)
         output = {"title": title, "summary": summary}
-        _call(
+        call_api(
             "complete check run as cancelled",
             lambda: run.edit(
                 status="completed", conclusion="cancelled", completed_at=done, output=output
@@ -340,7 +322,7 @@ class GitHub:
         whoever the token acts as; comments are read through every page, oldest first."""
         issue = self._repo.get_issue(number)
         found = None
-        for comment in _call("list comments", lambda: list(issue.get_comments())):
+        for comment in call_api("list comments", lambda: list(issue.get_comments())):
             body = comment.body or ""
             if body.startswith(marker) and self._written_by_us(comment):
                 found = comment
@@ -351,7 +333,7 @@ class GitHub:
         (which starts with ``marker``) when there is none; the comment's URL."""
         existing = self.find_comment(number, shared)
         if existing is not None:
-            _call("update comment", lambda: existing.edit(body))
+            call_api("update comment", lambda: existing.edit(body))
             return str(existing.html_url)
         return self.new_comment(number, body, marker)
 
@@ -363,7 +345,7 @@ class GitHub:
         def find() -> IssueComment | None:
             return self.find_comment(number, marker)
 
-        made = _post_once(
+        made = post_once(
             "post comment",
             lambda: issue.create_comment(body),
             find,
@@ -408,84 +390,3 @@ def _pull_request(pull: Any) -> PullRequest:
 def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield list(items[start : start + size])
-
-
-def _post_once(
-    what: str,
-    create: Callable[[], T],
-    find: Callable[[], T | None],
-    *,
-    budget: WaitBudget,
-    secondary_wait: float = SECONDARY_WAIT,
-) -> T:
-    """``create()`` (a POST), sent again after a failure only when ``find()`` says that
-    the failed one made nothing: a server error or a lost answer may come after the
-    work was done. A rate limit refused it before doing it: sent again after the wait
-    GitHub asks for, drawn from ``budget``."""
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            return create()
-        except (GithubException, requests.RequestException, WaitTooLong) as error:
-            wait = rate_limit_wait(error, secondary_wait)
-            if wait is not None and attempt <= RETRIES:
-                _call(what, functools.partial(budget.wait, wait, f"{what}: rate limited"))
-                continue
-            if not _maybe_done(error) or attempt >= ATTEMPTS:
-                raise _api_error(what, error) from None
-            status = error.status if isinstance(error, GithubException) else None
-            why = f"{what} answered {status}" if status else f"{what}: no answer"
-        made = _call(f"{what} (looking for it after a failure)", find)
-        if made is not None:
-            return made
-        _call(what, functools.partial(budget.wait, BACKOFF * 2 ** (attempt - 1), why))
-
-
-def _maybe_done(error: Exception) -> bool:
-    """Whether a failed POST may still have been done: no answer, or a server error."""
-    if isinstance(error, GithubException):
-        return error.status >= 500
-    return True
-
-
-def _call(what: str, action: Callable[[], T]) -> T:
-    """``action()`` with API failures as one :class:`ApiError` line."""
-    try:
-        return action()
-    except (GithubException, requests.RequestException, WaitTooLong) as error:
-        raise _api_error(what, error) from None
-
-
-# What to change when GitHub refuses, by status.
-_FIXES = {
-    401: "the token is not valid: check the `github-token` input",
-    403: "the token may not do this: give the job `permissions:` with `checks: write` and "
-    "`pull-requests: write` (a pull request from a fork gets a read-only token)",
-    404: "not found with this token: check the repository and the `github-token` input",
-    422: "GitHub refused the content",
-}
-
-
-def _api_error(what: str, error: Exception) -> ApiError:
-    if isinstance(error, GithubException):
-        message = error.data.get("message") if isinstance(error.data, dict) else ""
-        read_only = error.status == 403 and "not accessible by integration" in str(message)
-        return ApiError(_line(what, error), status=error.status, read_only=read_only)
-    return ApiError(_line(what, error))
-
-
-def _line(what: str, error: Exception) -> str:
-    if isinstance(error, GithubException):
-        message = error.data.get("message") if isinstance(error.data, dict) else None
-        fix = _FIXES.get(error.status, "")
-        said = f": {message}" if message else ""
-        return f"GitHub API: {what} answered {error.status}{said}" + (f"; {fix}" if fix else "")
-    if isinstance(error, requests.exceptions.RetryError):
-        # urllib3 gave up retrying: the answers were server errors every time.
-        cause = error.args[0] if error.args else error
-        reason = getattr(cause, "reason", None) or cause
-        return f"GitHub API: {what} failed after {RETRIES + 1} attempts: {reason}"
-    if isinstance(error, WaitTooLong):
-        return f"GitHub API: {what} failed: {error}"
-    return f"GitHub API: {what} failed: {type(error).__name__}: {error}"

@@ -19,8 +19,9 @@ from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import Target
-from repogym_action.github import ApiError, CheckRef, GitHub, comment_marker
+from repogym_action.github import CheckRef, GitHub, comment_marker
 from repogym_action.grade import Graded
+from repogym_action.retry import ApiError
 from repogym_action.settings import CommentMode, RunContext, Settings
 
 # GitHub's limits, in characters; render() counts UTF-8 bytes, never fewer.

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from repogym_action.github import ApiError, GitHub, comment_marker
-from repogym_action.retry import WaitBudget
+from repogym_action.github import GitHub, comment_marker
+from repogym_action.retry import ApiError, WaitBudget
 from tests.action.fake_github import FakeGitHub, Fault
 
 BASE, HEAD = "a" * 40, "b" * 40
