@@ -20,6 +20,7 @@ import pytest
 from repogym._demo import example_names
 from repogym.cli import main
 from tests.conftest import Repo
+from tests.waiting import BACKSTOP, ready_to_read
 
 # Starts repogym as `python -m repogym` does, with the dispositions an interactive shell
 # gives (pytest itself may have been started with SIGINT or SIGHUP ignored, which a child
@@ -52,21 +53,6 @@ def start(
 
 # How long a test may wait for what it waits on: only a backstop against a hang, so
 # generous enough for a machine under any load (issue 8). Nothing here waits on a clock.
-BACKSTOP = 600
-
-
-def ready_to_read(fd: int, process: subprocess.Popen[str], what: str) -> None:
-    """Block until ``fd`` can be read; fail at once if ``process`` exits first."""
-    pidfd = os.pidfd_open(process.pid)
-    try:
-        ready, _, _ = select.select([fd, pidfd], [], [], BACKSTOP)
-    finally:
-        os.close(pidfd)
-    if fd not in ready:
-        ended = f"exited with {process.poll()}" if pidfd in ready else "is still running"
-        raise AssertionError(f"no sign of {what}: repogym {ended}")
-
-
 def first_line(process: subprocess.Popen[str]) -> str:
     """The first line ``process`` prints, once it prints it."""
     assert process.stdout is not None

@@ -81,32 +81,20 @@ class Process:
     def execute(
         self, layout: Layout, env: Mapping[str, str], *, on_started: OnStarted | None = None
     ) -> tuple[int, str]:
-        if on_started is not None:
-            # As the Actions runner starts a step: SIGINT and SIGTERM at their defaults
-            # (pytest may run with SIGINT ignored, which a child would inherit); the
-            # launcher execs the program, which keeps the pid the test signals.
-            launch = (
-                "import os, signal, sys\n"
-                "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)\n"
-                "os.execv(sys.argv[1], sys.argv[1:])\n"
-            )
-            return _started(
-                [sys.executable, "-c", launch, str(self.command)],
-                on_started,
-                cwd=layout.workspace,
-                env={"PATH": os.environ["PATH"], **env},
-            )
-        done = subprocess.run(
-            [str(self.command)],
-            cwd=layout.workspace,
-            env={"PATH": os.environ["PATH"], **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            check=False,
-            timeout=TIMEOUT,
+        # As the Actions runner starts a step: SIGINT and SIGTERM at their defaults (pytest
+        # may run with SIGINT ignored, which a child would inherit); the launcher execs the
+        # program, which keeps the pid a test signals.
+        launch = (
+            "import os, signal, sys\n"
+            "for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)\n"
+            "os.execv(sys.argv[1], sys.argv[1:])\n"
         )
-        return done.returncode, done.stdout
+        return _run(
+            [sys.executable, "-c", launch, str(self.command)],
+            env={"PATH": os.environ["PATH"], **env},
+            cwd=layout.workspace,
+            on_started=on_started,
+        )
 
 
 @dataclass
@@ -164,34 +152,23 @@ class DockerAction:
         if os.geteuid() == 0:
             _chown(layout.root, RUNNER_UID)
         try:
-            if on_started is not None:
-                # The docker CLI proxies the signals it gets into the container, as the
-                # runner's cancel relies on.
-                return _started(command, on_started, env={**os.environ, **env})
-            done = subprocess.run(
-                command,
-                env={**os.environ, **env},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                check=False,
-                timeout=TIMEOUT,
-            )
+            # The docker CLI proxies the signals it gets into the container, as the
+            # runner's cancel relies on.
+            return _run(command, env={**os.environ, **env}, on_started=on_started)
         finally:
             subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
-        return done.returncode, done.stdout
 
 
-def _started(
+def _run(
     command: Sequence[str],
-    on_started: OnStarted,
     *,
     env: Mapping[str, str],
     cwd: Path | None = None,
+    on_started: OnStarted | None = None,
 ) -> tuple[int, str]:
-    """``command`` started, ``on_started`` called with it while a thread reads its output;
-    its exit code and output. A failing ``on_started`` kills it."""
+    """``command`` run to its end (killed after TIMEOUT), ``on_started`` called with it
+    while a thread reads its output; its exit code and output. A failing ``on_started``
+    kills it."""
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
@@ -207,7 +184,8 @@ def _started(
     reader = threading.Thread(target=lambda: output.append(stdout.read()), daemon=True)
     reader.start()
     try:
-        on_started(process)
+        if on_started is not None:
+            on_started(process)
         process.wait(timeout=TIMEOUT)
     finally:
         if process.poll() is None:

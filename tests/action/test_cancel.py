@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -29,10 +28,10 @@ from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull
 from tests.action.job import Job, Step
 from tests.action.runners import DockerAction, Layout, Process, Runner
+from tests.waiting import ready_to_read
 
 MARKER = '<!-- repogym-action:comment check="repogym" '
 # Only a backstop against a hang: a test waits on an event, never on a clock.
-BACKSTOP = 600
 BASE_TEST = "def test_a():\n    assert False\n"
 
 
@@ -69,18 +68,6 @@ def running(mark: str) -> list[str]:
                 if mark.encode() in line:
                     found.append(line.decode(errors="replace"))
     return found
-
-
-def wait_readable(fd: int, process: subprocess.Popen[str]) -> None:
-    """Block until ``fd`` reads; fail at once if ``process`` exits first."""
-    pidfd = os.pidfd_open(process.pid)
-    try:
-        ready, _, _ = select.select([fd, pidfd], [], [], BACKSTOP)
-    finally:
-        os.close(pidfd)
-    if fd not in ready:
-        state = f"exited with {process.poll()}" if ready else "still runs"
-        raise AssertionError(f"the test command never said it started: the program {state}")
 
 
 def cancelled(
@@ -123,7 +110,7 @@ def cancelled(
         fifo.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
 
     def on_started(process: subprocess.Popen[str]) -> None:
-        wait_readable(fifo[0], process)
+        ready_to_read(fifo[0], process, "the test command starting")
         assert running(mark), "the test command runs"
         process.send_signal(signum)
         if then is not None:
