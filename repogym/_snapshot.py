@@ -43,10 +43,12 @@ class Snapshot:
         self.size = size  # bytes of its files, about: what a copy takes
 
     @classmethod
-    def take(cls, repo: Path) -> Snapshot:
+    def take(cls, repo: Path, *, leave_out: frozenset[str] = frozenset()) -> Snapshot:
+        """Read the work tree of ``repo``; ``leave_out`` are untracked paths that are not
+        the submission's (the grader's own reports, issue 19)."""
         store = Store(repo)
         try:
-            entries, size = _read_work_tree(repo, store)
+            entries, size = _read_work_tree(repo, store, leave_out)
             tree = write_tree(store, entries)
         except BaseException:
             store.close()
@@ -99,7 +101,9 @@ def inside(directory: str, target: str) -> str | None:
     return resolve(f"{directory}/{target}", lambda _: None) or None
 
 
-def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
+def _read_work_tree(
+    repo: Path, store: Store, leave_out: frozenset[str] = frozenset()
+) -> tuple[dict[str, Entry], int]:
     """Every file git lists in the work tree, as an entry whose blob is in ``store``.
 
     A path is taken only if it is a regular file or a symlink and no directory on the way
@@ -108,6 +112,7 @@ def _read_work_tree(repo: Path, store: Store) -> tuple[dict[str, Entry], int]:
     index, stats = _index_entries(repo)
     racy_from = _index_mtime(repo)
     untracked = split_z(_git.git(["ls-files", "-z", "--others", "--exclude-standard"], repo))
+    untracked = [p for p in untracked if p not in leave_out]
     real_dirs: dict[str, bool] = {"": True}
     regular: list[str] = []
     entries: dict[str, Entry] = {}

@@ -8,6 +8,7 @@ alone (``repogym.report.report_dict``), so they cannot drift apart.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,9 +27,11 @@ class Grading:
     """One grade and everything a report needs to say what was graded against what.
 
     ``base_ref`` is the base as given (a branch, tag or sha) and ``base`` its sha; the
-    task was read at ``base`` (or from the file given instead, ``task.source``). The
-    submission, the work tree at ``head``, was compared with ``merge_base``, the best
-    common ancestor of ``base`` and ``head``.
+    task was read at ``base`` (or from the file given instead, ``task.source``), and so
+    were the tests, their runner configuration, the hidden tests and the custom graders
+    (issue 19). The submission, the work tree at ``head``, was compared with
+    ``merge_base``, the best common ancestor of ``base`` and ``head``: the diff the
+    constraints judge and the perf baseline are the merge base's.
     """
 
     repo: Path
@@ -60,21 +63,25 @@ def grade(
     task: str | os.PathLike[str] | Task | None = None,
     hidden: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    outputs: Sequence[str | os.PathLike[str]] = (),
 ) -> Grading:
     """Grade the work tree of ``repo`` (committed or not, untracked files included)
-    against the merge base of ``base`` and HEAD.
+    against the merge base of ``base`` and HEAD, with the rubric of ``base`` itself.
 
     ``base`` defaults to the remote's default branch, else ``main``, else ``master``.
     ``task`` is a task file or a loaded :class:`Task`; by default ``.repogym.yml`` as it
     is at ``base``, never the submission's copy. ``hidden`` is a directory of hidden
-    tests from outside the repository; it replaces ``tests.hidden``.
+    tests from outside the repository; it replaces ``tests.hidden``. ``outputs`` are the
+    files the caller will write this grade's reports to: an untracked file at one of
+    them is left out of the submission, so that the report of one grade is not graded
+    by the next (issue 19).
 
     Raises:
         RepogymError: the repository, a ref or the task cannot be used (the user's to
             fix); grading problems of the submission itself are in the result instead.
     """
     with _progress.reporting(progress):
-        return _grade(Path(repo), base=base, task=task, hidden=hidden)
+        return _grade(Path(repo), base=base, task=task, hidden=hidden, outputs=outputs)
 
 
 def _grade(
@@ -83,6 +90,7 @@ def _grade(
     base: str | None,
     task: str | os.PathLike[str] | Task | None,
     hidden: str | os.PathLike[str] | None,
+    outputs: Sequence[str | os.PathLike[str]],
 ) -> Grading:
     top = _git.toplevel(repo.resolve())
     ref = base if base is not None else default_base(top)
@@ -91,7 +99,16 @@ def _grade(
     merge_base = _git.merge_base(top, ref, base_sha, head)
     loaded = task_for(top, base_sha, ref, task)
     hidden_dir = _hidden_dir(hidden)
-    workspace = Workspace(top, merge_base, loaded, base_ref=ref)
+    # The diff is the merge base's; the rubric is the base tip's, where the task was
+    # read: the author picks the fork point, not the tests (issue 19).
+    workspace = Workspace(
+        top,
+        merge_base,
+        loaded,
+        base_ref=ref,
+        rubric=base_sha,
+        leave_out=_in_tree(top, outputs),
+    )
     grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
     return Grading(
         repo=top,
@@ -121,6 +138,16 @@ def default_base(repo: Path) -> str:
     raise UsageError(
         "no base branch: the repository has no origin/HEAD, main or master; pass --base REF"
     )
+
+
+def _in_tree(top: Path, paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The ``paths`` that are in the work tree ``top``, relative to it (POSIX)."""
+    found = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if top in real.parents:
+            found.append(real.relative_to(top).as_posix())
+    return found
 
 
 def _hidden_dir(hidden: str | os.PathLike[str] | None) -> Path | None:

@@ -13,7 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -39,16 +39,36 @@ class FileChange:
 class Workspace:
     """A submission tree compared with its baseline commit. Open one with :meth:`open`.
 
+    ``base`` is the baseline, the commit the diff is taken against (in a pull request,
+    the merge base): the constraints and the perf baseline use it. ``rubric`` is the
+    commit the task was read at (the base branch's tip; ``base`` when not given): the
+    test files and runner configuration restored into each test run, the hidden tests
+    and the custom graders come from it, so that the fork point a pull request chose
+    decides nothing of its rubric (issue 19).
+
     The submission is read once, by :meth:`snapshot`, before any of its code runs: from
     then on the diff, the file list, every file read and every copy the commands run in
     come from that snapshot, never from the work tree again (see repogym._snapshot).
+    ``leave_out`` names untracked files that are not the submission's (the reports this
+    grade writes into the tree): the snapshot does not take them.
     """
 
-    def __init__(self, root: Path, base: str, task: Task, *, base_ref: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        base: str,
+        task: Task,
+        *,
+        base_ref: str,
+        rubric: str | None = None,
+        leave_out: Collection[str] = (),
+    ) -> None:
         self.root = root
         self.base = base
         self.base_ref = base_ref
+        self.rubric = rubric or base
         self.task = task
+        self.leave_out = frozenset(leave_out)
 
     @classmethod
     def open(
@@ -71,7 +91,7 @@ class Workspace:
     @cached_property
     def _snapshot(self) -> Snapshot:
         _ = self.head
-        snapshot = Snapshot.take(self.root)
+        snapshot = Snapshot.take(self.root, leave_out=self.leave_out)
         atexit.register(snapshot.close)
         return snapshot
 
@@ -89,6 +109,12 @@ class Workspace:
     def baseline(self) -> Path:
         """A pristine tree of ``base``, outside ``root``, materialised once per process."""
         return materialise(self.root, self.base)
+
+    @property
+    def rubric_tree(self) -> Path:
+        """A pristine tree of ``rubric`` (where hidden tests and custom graders are read),
+        outside ``root``, materialised once per process."""
+        return materialise(self.root, self.rubric)
 
     def changed_files(self) -> tuple[str, ...]:
         """Every path the submission added, modified or deleted, sorted (renames are a
@@ -120,10 +146,12 @@ class Workspace:
         out = self._git_diff(["--no-color", "--no-ext-diff", "--no-textconv"])
         return out.decode("utf-8", errors="replace")
 
-    def baseline_files(self, under: str) -> tuple[str, ...]:
-        """The files under the directory ``under`` at the baseline commit, sorted."""
+    def baseline_files(self, under: str, *, at: str | None = None) -> tuple[str, ...]:
+        """The files under the directory ``under`` at the baseline commit (or at the
+        commit ``at``), sorted."""
+        commit = at or self.base
         out = _git.git(
-            ["ls-tree", "-r", "-z", "--name-only", self.base, "--", under.rstrip("/") + "/"],
+            ["ls-tree", "-r", "-z", "--name-only", commit, "--", under.rstrip("/") + "/"],
             self.root,
             env={"GIT_LITERAL_PATHSPECS": "1"},
         )

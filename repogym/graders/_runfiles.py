@@ -2,7 +2,10 @@
 the base's runner configuration and the hidden tests (spec: "TestGrader", steps 1 and 2).
 
 The copy is written from the snapshot (repogym._snapshot), so the user's work tree is
-never written, and a ``kill -9`` of the grader loses nothing. What is the base's in it:
+never written, and a ``kill -9`` of the grader loses nothing. "The base" here is the
+commit the task was read at (``workspace.rubric``, the base branch's tip), not the merge
+base, which the author picks by choosing where to branch from (issue 19); only what the
+submission *added* is told against the merge base. What is the base's in it:
 
 - every file a test id names, and the files ``tests.restore`` matches;
 - the runner's configuration, wherever it is in the tree: what changes which tests are
@@ -31,7 +34,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -44,7 +47,7 @@ else:  # pragma: no cover
 from repogym import _git
 from repogym._globs import compile_globs
 from repogym._sandbox import switches_user
-from repogym._store import Entry, tree_entries
+from repogym._store import Entry, Store, tree_entries
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace
 
@@ -83,6 +86,9 @@ class RunFiles:
 
     restored: list[str]  # paths whose state is the base's instead of the submission's
     linked: list[str]  # dependency directories linked from the work tree
+    # Paths of the rubric (test files, runner configuration) that the base changed since
+    # the merge base: what an out-of-date pull request may fail on (issue 19).
+    changed_on_base: list[str] = field(default_factory=list)
 
 
 def build(
@@ -91,11 +97,19 @@ def build(
     dest: Path,
     hidden: tuple[Path | None, list[str]] = (None, []),
 ) -> RunFiles:
-    """Write the run's tree into the new directory ``dest``."""
+    """Write the run's tree into the new directory ``dest``.
+
+    What is restored is the state at ``workspace.rubric``, the commit the task was read
+    at (the base's tip), not at the merge base, which the author picks by choosing where
+    to branch from (issue 19). What the submission *added* is judged against the merge
+    base: a file that was there when it branched is not its addition.
+    """
     snapshot = workspace.snapshot()
-    base = tree_entries(snapshot.store, workspace.base)
+    store = snapshot.store
+    fork = tree_entries(store, workspace.base)
+    base = fork if workspace.rubric == workspace.base else tree_entries(store, workspace.rubric)
     run = dict(snapshot.entries)
-    guarded = _guarded(workspace, config, base, run)
+    guarded = _guarded(workspace, config, base, fork, run)
     restored = []
     for path in sorted(guarded):
         wanted = base.get(path)
@@ -107,7 +121,10 @@ def build(
             _make_room(run, path)
             run[path] = wanted
             restored.append(path)
-    restored += _merge_config_keys(workspace, base, run)
+    merged = _merge_config_keys(workspace, base, run)
+    restored += merged
+    changed = {p for p in guarded if base.get(p) != fork.get(p)}
+    changed |= {p for p in merged if _config_keys(store, base, p) != _config_keys(store, fork, p)}
     workspace.copy(dest, run)
     source, files = hidden
     for path in files:
@@ -118,20 +135,25 @@ def build(
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source / path, target, follow_symlinks=False)
     linked = _link_dependencies(workspace.root, dest, run)
-    return RunFiles(restored=sorted(restored), linked=linked)
+    return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
 
 
 def _guarded(
-    workspace: Workspace, config: TestsConfig, base: dict[str, Entry], run: dict[str, Entry]
+    workspace: Workspace,
+    config: TestsConfig,
+    base: dict[str, Entry],
+    fork: dict[str, Entry],
+    run: dict[str, Entry],
 ) -> set[str]:
-    """Every path whose state in the run must be the base's."""
+    """Every path whose state in the run must be the base's (``base``: the rubric's
+    tree; ``fork``: the merge base's, against which additions are told)."""
     paths = set(config.test_files())
     everything = base.keys() | run.keys()
     paths |= {p for p in everything if PurePosixPath(p).name in RUNNER_FILES}
     if config.restore:
         paths |= set(compile_globs(config.restore).match_files(sorted(everything)))
     roots = ["", *(f"{d}/" for d in _pythonpath_dirs(workspace, base))]
-    added = run.keys() - base.keys()
+    added = run.keys() - fork.keys()
     paths |= {p for p in added if _shadows(p, roots)}
     test_dirs = {str(PurePosixPath(f).parent) for f in config.test_files()}
     paths |= {p for p in added if _stray_test_module(p, test_dirs)}
@@ -231,6 +253,23 @@ def _merge_config_keys(
         else:
             run[path] = Entry(entry.mode, store.write_blob(merged))
     return changed
+
+
+def _config_keys(store: Store, tree: dict[str, Entry], path: str) -> Any:
+    """What of ``path`` (a pyproject.toml or package.json) configures the runner in
+    ``tree``: its pytest tables, or its jest and mocha keys; None where it has none."""
+    entry = tree.get(path)
+    if entry is None or not entry.regular:
+        return None
+    data = store.read_blob(entry.sha)
+    if PurePosixPath(path).name == "pyproject.toml":
+        doc = _toml(data)
+        return None if doc is None else _pytest_tables(doc)
+    try:
+        loaded = json.loads(data)
+    except ValueError:
+        return None
+    return {k: loaded.get(k) for k in PACKAGE_JSON_KEYS} if isinstance(loaded, dict) else None
 
 
 def _merge_pyproject(mine: bytes, theirs: bytes) -> bytes | None:

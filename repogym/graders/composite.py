@@ -100,9 +100,10 @@ class CompositeGrader:
     def for_workspace(
         cls, workspace: Workspace, *, hidden: str | os.PathLike[str] | None = None
     ) -> CompositeGrader:
-        """:meth:`from_task` for ``workspace.task``, with custom graders from its baseline
-        and ``hidden`` tests from elsewhere, if given."""
-        baseline = workspace.baseline if workspace.task.grading.graders else None
+        """:meth:`from_task` for ``workspace.task``, with custom graders from the tree of
+        the commit the task was read at (the base tip, not the merge base: issue 19) and
+        ``hidden`` tests from elsewhere, if given."""
+        baseline = workspace.rubric_tree if workspace.task.grading.graders else None
         return cls.from_task(
             workspace.task, baseline=baseline, submission=workspace.root, hidden=hidden
         )

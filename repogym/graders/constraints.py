@@ -112,7 +112,13 @@ def protected_paths(workspace: Workspace, hidden_dir: Path | None = None) -> dic
         paths.setdefault(path, "where a hidden test is injected")
     if task.tests is not None and task.tests.hidden:
         hidden = task.tests.hidden
-        for path in workspace.baseline_files(hidden):
+        # Those of the tip (which are injected, issue 19) and of the merge base (which
+        # the diff is against).
+        listed = {
+            *workspace.baseline_files(hidden),
+            *workspace.baseline_files(hidden, at=workspace.rubric),
+        }
+        for path in sorted(listed):
             paths.setdefault(path, "a hidden test")
             # Hidden tests are copied into the tree at the same relative paths.
             paths.setdefault(path[len(hidden) + 1 :], "where a hidden test is injected")

@@ -3,10 +3,14 @@
 The four steps the spec lists ("TestGrader"), on a fresh copy of the submission rather
 than in its work tree (issue 9):
 
-1. restore to the baseline every file a test id names, and the runner's configuration
+1. restore to the base every file a test id names, and the runner's configuration
    wherever it is (see repogym.graders._runfiles), so a submission cannot rewrite the
-   tests or their outcomes;
-2. inject the hidden tests at the same relative paths;
+   tests or their outcomes. The base is the commit the task was read at (the base
+   branch's tip), not the merge base (issue 19): when the tests fail and the base changed
+   them since the merge base, the messages name those files and say to bring the pull
+   request up to date;
+2. inject the hidden tests (``tests.hidden`` of that same commit) at the same relative
+   paths;
 3. run ``tests.command`` in the copy with ``{junit}`` pointing into a fresh directory
    outside it;
 4. parse the JUnit XML; the copy is then removed.
@@ -22,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from repogym import _git
 from repogym._store import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym.errors import JUnitError
@@ -89,7 +94,8 @@ class TestGrader(Grader):
             results=results,
             problem=problem,
             hidden=set(hidden_files),
-            restored=files.restored,
+            files=files,
+            hidden_changed=self.hidden is None and _hidden_changed(workspace, config),
         )
 
     def _hidden_root(self, workspace: Workspace, config: TestsConfig) -> Path | None:
@@ -97,7 +103,17 @@ class TestGrader(Grader):
             return self.hidden
         if config.hidden is None:
             return None
-        return workspace.baseline / config.hidden
+        # The base tip's hidden tests, not the merge base's (issue 19).
+        return workspace.rubric_tree / config.hidden
+
+
+def _hidden_changed(workspace: Workspace, config: TestsConfig) -> bool:
+    """Whether the base changed ``tests.hidden`` since the merge base."""
+    if config.hidden is None or workspace.rubric == workspace.base:
+        return False
+    at_fork = _git.tree_entry(workspace.root, workspace.base, config.hidden)
+    at_tip = _git.tree_entry(workspace.root, workspace.rubric, config.hidden)
+    return at_fork != at_tip
 
 
 def _run_and_parse(
@@ -133,7 +149,8 @@ def _score(
     results: dict[str, TestResult],
     problem: str | None,
     hidden: set[str],
-    restored: list[str],
+    files: _runfiles.RunFiles,
+    hidden_changed: bool = False,
 ) -> GradeComponent:
     f2p = {i: _outcome(results, i) for i in config.fail_to_pass}
     p2p = {i: _outcome(results, i) for i in config.pass_to_pass}
@@ -156,7 +173,9 @@ def _score(
         "pass_to_pass": {i: o.value for i, o in p2p.items()},
         "hidden": hidden_ids,
         "flaky": sorted(i for i in (*f2p, *p2p) if i in results and results[i].flaky),
-        "restored": restored,
+        "restored": files.restored,
+        "tests_from": workspace.rubric,
+        "changed_on_base": files.changed_on_base,
         "reports_tests": sum(r.outcome is not Outcome.MISSING for r in results.values()),
     }
     if run is not None:
@@ -173,16 +192,37 @@ def _score(
         f2p, p2p, failing, broken, results, set(hidden_ids), problem, run, hidden_ran=bool(hidden)
     )
     messages += _test_hints.missing_hints(f2p, p2p, results, shown, hidden, run)
+    passed = problem is None and not failing and not broken
+    if not passed and (files.changed_on_base or hidden_changed):
+        messages.append(_up_to_date(workspace, files.changed_on_base, hidden_changed))
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
     found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
     return GradeComponent(
         name="tests",
         role=workspace.task.tests_role,
         score=score,
-        passed=problem is None and not failing and not broken,
+        passed=passed,
         details=details,
         messages=messages,
         findings=found + _test_findings.warnings(messages),
+    )
+
+
+def _up_to_date(workspace: Workspace, changed: list[str], hidden: bool) -> str:
+    """What to do when the tests the base changed since the fork point may be what
+    failed (issue 19): the rubric is the base tip's, whatever the fork point, so an
+    out-of-date pull request is brought up to date rather than graded by older tests.
+    Hidden tests are not named, nor counted: only that they changed."""
+    named = [escape_controls(p) for p in changed[:MAX_NAMED]]
+    if len(changed) > MAX_NAMED:
+        named.append(f"{len(changed) - MAX_NAMED} more")
+    if hidden:
+        named.append("the hidden tests")
+    return (
+        f"the tests changed on {workspace.base_ref} since this change's merge base "
+        f"{workspace.base[:12]} ({', '.join(named)}); they ran as they are at {workspace.base_ref} "
+        f"({workspace.rubric[:12]}): if they fail for want of its newer code, "
+        f"bring the pull request up to date with {workspace.base_ref} (merge or rebase)"
     )
 
 

@@ -264,6 +264,7 @@ def _empty_repo() -> Path:
 
 
 def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> GradeComponent:
+    from repogym.graders._runfiles import RunFiles
     from repogym.graders.tests import _score
 
     kind = "bugfix" if f2p else "refactor"  # a refactor's objective is the quality limit
@@ -280,8 +281,9 @@ def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> 
         if o is not Outcome.MISSING
     }
     assert task.tests is not None
+    files = RunFiles(restored=[], linked=[])
     return _score(
-        workspace, task.tests, run=None, results=results, problem=None, hidden=set(), restored=[]
+        workspace, task.tests, run=None, results=results, problem=None, hidden=set(), files=files
     )
 
 

@@ -1,0 +1,73 @@
+"""The Action grades with the base tip's tests, whatever the pull request's fork point
+(issue 19): a pull request on a real origin, branched from an old commit of ``main`` whose
+test was still lenient, checked out as actions/checkout checks it out (the test merge), and
+graded after ``main`` made the test strict. The diff stays against the merge base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.action.fake_github import FakeGitHub
+from tests.action.gitrepo import Pull
+from tests.action.job import Job
+from tests.action.runners import DockerAction, Process, Runner
+from tests.action.test_end_to_end import assert_published, example
+from tests.security._payloads import FIXED_CORE
+from tests.security.test_base_tip import LENIENT_TEST, SHIPPED_TEST, SLOPPY_CORE, UP_TO_DATE
+
+
+@pytest.fixture(params=["process", "container"])
+def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
+    runner: Runner = Process()
+    if request.param == "container":
+        runner = DockerAction(request.getfixturevalue("action_image"))
+    with FakeGitHub() as fake:
+        yield Job(tmp_path, fake, runner)
+        assert fake.violations == []
+
+
+def open_from(job: Job, number: int, branch: str, fork_point: str, core: str) -> None:
+    """A branch from ``fork_point`` that writes ``core``; its pull request opened later."""
+    job.origin.commit(branch, {"src/slugify/core.py": core}, message=branch, start=fork_point)
+
+
+def mirrored(job: Job, number: int, branch: str) -> Pull:
+    pull = job.origin.open_pull(number, head=branch)
+    job.fake.add_pull(
+        number,
+        base_ref=pull.base_ref,
+        base_sha=pull.base_sha,
+        head_ref=pull.head_ref,
+        head_sha=pull.head_sha,
+    )
+    return pull
+
+
+def test_a_pull_request_from_before_the_test_was_made_strict(job: Job) -> None:
+    base, _ = example("bugfix")
+    fork_point = job.origin.commit(
+        "main", {**base, "tests/test_slugify.py": LENIENT_TEST}, message="lenient test"
+    )
+    open_from(job, 1, "sloppy", fork_point, SLOPPY_CORE)
+    open_from(job, 2, "honest", fork_point, FIXED_CORE)
+    tip = job.origin.commit("main", {"tests/test_slugify.py": SHIPPED_TEST}, message="strict")
+    sloppy, honest = mirrored(job, 1, "sloppy"), mirrored(job, 2, "honest")
+    assert sloppy.base_sha == tip
+
+    step = job.run("pull_request", job.event("pull_request.opened", sloppy), sloppy)
+    assert_published(job, step, passed=False, head=sloppy.head_sha)
+    assert step.report is not None
+    assert step.report["merge_base"]["sha"] == fork_point
+    [tests] = [c for c in step.report["components"] if c["name"] == "tests"]
+    assert tests["details"]["tests_from"] == tip
+    assert tests["details"]["changed_on_base"] == ["tests/test_slugify.py"]
+    [comment] = job.fake.comments(1)
+    assert UP_TO_DATE in comment["body"] and "tests/test_slugify.py" in comment["body"]
+
+    # The real fix from the same fork point passes the strict test; the constraints
+    # judged its diff against the merge base, which the strict test is not part of.
+    step = job.run("pull_request", job.event("pull_request.opened", honest), honest)
+    assert_published(job, step, passed=True, head=honest.head_sha)
