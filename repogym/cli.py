@@ -195,7 +195,15 @@ def _grade(args: argparse.Namespace) -> int:
     tree = _graded_tree(args.directory)
     outputs = _output_paths(args, tree)  # before grading, which may take minutes
     try:
-        grading = grade(args.directory, base=args.base, task=args.task, hidden=args.hidden)
+        # The reports go to these paths: a report a run before wrote there is not the
+        # submission's (issue 19).
+        grading = grade(
+            args.directory,
+            base=args.base,
+            task=args.task,
+            hidden=args.hidden,
+            outputs=[path for _, path in outputs],
+        )
     except Exception as error:
         # A report that says why there is no grade, so that no reader finds a stale one.
         report = _error_report(error)
