@@ -32,6 +32,7 @@ from repogym._process import (
     lenient_streams,
     signals_interrupt,
 )
+from repogym._words import counted
 from repogym.errors import RepogymError, TaskError, UsageError
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file
@@ -48,6 +49,7 @@ from repogym.validate import validate
 
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_SIGNAL = 128  # plus the signal's number
+_COMMANDS = ("grade", "validate", "metrics", "demo")
 
 
 class _Output(NamedTuple):
@@ -70,13 +72,16 @@ _HIDDEN_HELP = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+        # The line already starts "repogym: error: "; the command is named in the hint
+        # (issue 19: not "repogym: error: repogym: ...").
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="repogym", description="Grade a code change against a task.")
     parser.add_argument("--version", action="version", version=f"repogym {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # Not required: no command at all gets a line of its own (run_command).
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     grade = commands.add_parser("grade", help="grade the work tree against a base branch")
     grade.add_argument(
@@ -172,7 +177,14 @@ def run_command(argv: Sequence[str] | None = None) -> int:
     several commands (``repogym demo``) stops at the first.
     """
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            names = ", ".join(_COMMANDS)
+            raise UsageError(
+                f"no command given: run `repogym COMMAND` with one of {names} "
+                "(see `repogym --help`)"
+            )
         if args.command == "grade":
             return _grade(args)
         if args.command == "metrics":
@@ -284,7 +296,7 @@ def _validate(args: argparse.Namespace) -> int:
     for ok, text in result.findings:
         print(f"{'ok' if ok else 'PROBLEM':<8} {text}")
     problems = sum(not ok for ok, _ in result.findings)
-    print("VALID" if result.valid else f"INVALID: {problems} problem{'s' * (problems != 1)}")
+    print("VALID" if result.valid else f"INVALID: {counted(problems, 'problem')}")
     return EXIT_PASSED if result.valid else EXIT_FAILED
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from repogym import _git
+from repogym._words import counted
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
@@ -255,7 +256,7 @@ class RepoEnv:
             data = action.content.encode() if isinstance(action.content, str) else action.content
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            return _observation(f"wrote {len(data)} bytes to {action.path}"), 0.0, {}
+            return _observation(f"wrote {counted(len(data), 'byte')} to {action.path}"), 0.0, {}
         except WorkspaceError as error:
             return _observation(error=str(error)), 0.0, {}
         except OSError as error:
@@ -341,7 +342,7 @@ def _output(run: CommandResult) -> str:
     """stdout then stderr, each saying how much of its start the runner cut."""
     parts = []
     for text, cut in ((run.stdout, run.stdout_cut), (run.stderr, run.stderr_cut)):
-        parts.append(f"[{cut} bytes cut]\n{text}" if cut else text)
+        parts.append(f"[{counted(cut, 'byte')} cut]\n{text}" if cut else text)
     return "".join(parts)
 
 

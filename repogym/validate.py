@@ -19,6 +19,7 @@ from pathlib import Path
 from repogym import _git
 from repogym._globs import compile_globs, matching
 from repogym._testids import escape_controls
+from repogym._words import counted
 from repogym.errors import RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
@@ -127,7 +128,7 @@ def _check_test_files(
         )
     if not missing:
         count = len(task.tests.test_files())
-        result.ok(f"tests: {count} test file{'s' * (count != 1)} named by ids, all present")
+        result.ok(f"tests: {counted(count, 'test file')} named by ids, all present")
 
 
 def _check_id_characters(result: Validation, task: Task) -> None:
@@ -165,7 +166,9 @@ def _check_settings(result: Validation, baseline: Path, task: Task) -> None:
         if c.paths is not None:
             files = matching(compile_globs(c.paths), files)
         if files:
-            result.ok(f"quality: {len(files)} Python files at the base fall under the limits")
+            result.ok(
+                f"quality: {counted(len(files), 'Python file')} at the base within the limits"
+            )
         else:
             where = f"constraints.paths ({', '.join(c.paths)})" if c.paths else "the base"
             result.problem(f"quality: no Python file at {where}: the limits measure nothing")
@@ -250,10 +253,10 @@ def _check_solution(
             f"flaky: {escape_controls(test_id)} had outcomes {', '.join(sorted(outcomes[test_id]))}"
         )
     if repeat > 1 and not flaky:
-        result.ok(f"no test outcome changed over {repeat} runs")
+        result.ok(f"no test outcome changed over {counted(repeat, 'run')}")
     if speedups:
         low, high = min(speedups), max(speedups)
-        result.ok(f"speed-up over {len(speedups)} runs: min {low:.2f}x, max {high:.2f}x")
+        result.ok(f"speed-up over {counted(len(speedups), 'run')}: min {low:.2f}x, max {high:.2f}x")
 
 
 def _record(graded: GradeResult, outcomes: dict[str, set[str]], speedups: list[float]) -> None:

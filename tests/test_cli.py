@@ -122,7 +122,9 @@ def test_task_override(pr: Repo, tmp_path: Path) -> None:
     [
         (["grade", "--base", "nope"], "`nope` does not name a commit"),
         (["grade", "--bogus"], "unrecognized arguments: --bogus"),
-        ([], "the following arguments are required: command"),
+        ([], "no command given: run `repogym COMMAND` with one of grade, validate"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["grade", "--json"], "argument --json: expected one argument (see `repogym grade"),
         (["metrics", "missing.py"], "missing.py: no such file or directory"),
     ],
 )
@@ -132,6 +134,7 @@ def test_usage_errors_are_one_line_and_exit_2(pr: Repo, args: list[str], message
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("repogym: error: ") and message in lines[0]
+    assert not lines[0].startswith("repogym: error: repogym")  # issue 19: said twice
     assert "Traceback" not in done.stderr
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
+from repogym import _words as words
 from repogym._testids import NOT_COUNTED, TestResult
 from repogym.errors import WorkspaceError
 from repogym.junit import Outcome
@@ -55,8 +56,7 @@ def findings(
     counted = sum(hidden_counts.values())
     if counted:
         kinds_shown = ", ".join(f"{n} {kind}" for kind, n in hidden_counts.items() if n)
-        plural = "" if counted == 1 else "s"
-        message = f"{counted} hidden test{plural} not passing ({kinds_shown})"
+        message = f"{words.counted(counted, 'hidden test')} not passing ({kinds_shown})"
         findings += (Finding(title="hidden", message=message),)
     return findings
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from repogym._globs import compile_globs, matching
 from repogym._links import SymlinkLoop, resolve_in_tree
+from repogym._words import counted
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
@@ -71,13 +72,9 @@ class ConstraintGrader(Grader):
             score=1 - len(violated) / len(checks),
             passed=not violated,
             details={"checks": checks},
-            messages=messages or [f"no violation ({_plural(len(checks), 'check')})"],
+            messages=messages or [f"no violation ({counted(len(checks), 'check')})"],
             findings=_findings(found),
         )
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _findings(found: list[tuple[str, list[Violation]]]) -> tuple[Finding, ...]:
@@ -267,7 +264,7 @@ def _max_files_changed(workspace: Workspace) -> Iterator[Violation]:
         yield {
             "value": count,
             "limit": limit,
-            "message": f"{count} files changed; at most {limit} allowed",
+            "message": f"{counted(count, 'file')} changed; at most {limit} allowed",
         }
 
 
@@ -278,7 +275,9 @@ def _max_lines_changed(workspace: Workspace) -> Iterator[Violation]:
         yield {
             "value": count,
             "limit": limit,
-            "message": f"{count} lines changed (added + removed); at most {limit} allowed",
+            "message": (
+                f"{counted(count, 'line')} changed (added + removed); at most {limit} allowed"
+            ),
         }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from repogym._globs import compile_globs, matching
+from repogym._words import counted
 from repogym.graders.base import Grader
 from repogym.metrics import measure_source
 from repogym.models import Finding, GradeComponent, Role, capped_findings
@@ -61,7 +62,7 @@ class QualityGrader(Grader):
             score=(1 - len(violated) / len(limits)) if limits else 1.0,
             passed=not violations,
             details=details,
-            messages=messages or [f"{len(files)} Python files within every limit"],
+            messages=messages or [f"{counted(len(files), 'Python file')} within every limit"],
             findings=capped_findings([_finding(v) for v in listed], "violation"),
         )
 

@@ -29,6 +29,7 @@ from typing import Any
 from repogym import _git
 from repogym._store import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
+from repogym._words import counted
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings, _test_hints
 from repogym.graders.base import Grader
@@ -314,6 +315,5 @@ def _name_ids(
         lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
     hidden_count = len(ids) - len(public)
     if hidden_count:
-        plural = "s" if hidden_count != 1 else ""
-        lines.append(f"{kind}: {hidden_count} hidden test{plural} not passing")
+        lines.append(f"{kind}: {counted(hidden_count, 'hidden test')} not passing")
     return lines

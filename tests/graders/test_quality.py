@@ -96,6 +96,12 @@ def test_fixtures_are_what_the_limits_assume() -> None:
     assert measured == [("short", 1, 2, 1), ("long_one", 5, 5, 1), ("branchy", 12, 4, 3)]
 
 
+def test_one_file_is_worded_in_the_singular(repo: Repo) -> None:
+    # Issue 19: "1 Python files within every limit".
+    based(repo, task(), {"src/pkg/a.py": SHORT})
+    assert grade(repo).messages == ("1 Python file within every limit",)
+
+
 # -- one grader, one workspace ----------------------------------------------------------------
 
 
