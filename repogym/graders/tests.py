@@ -34,7 +34,7 @@ from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings, _test_hints
 from repogym.graders.base import Grader
 from repogym.junit import Outcome, iter_cases
-from repogym.models import GradeComponent, Role
+from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace, files_under
@@ -194,10 +194,14 @@ def _score(
     )
     messages += _test_hints.missing_hints(f2p, p2p, results, shown, hidden, run)
     passed = problem is None and not failing and not broken
+    stale: list[Finding] = []
     if not passed and (files.changed_on_base or hidden_changed):
-        messages.append(_up_to_date(workspace, files.changed_on_base, hidden_changed))
+        advice = _up_to_date(workspace, files.changed_on_base, hidden_changed)
+        messages.append(advice)
+        stale.append(Finding(title="out of date", message=advice, level="warning"))
     kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
     found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
+    found = (*stale, *found)
     return GradeComponent(
         name="tests",
         role=workspace.task.tests_role,

@@ -76,7 +76,27 @@ def test_a_test_made_strict_on_the_base_after_the_fork_point(case: Case) -> None
     tests = component_of(old_fork)
     assert tests["details"]["tests_from"] == tip
     assert tests["details"]["changed_on_base"] == ["tests/test_slugify.py"]
+    assert [f["level"] for f in tests["findings"] if f["title"] == "out of date"] == ["warning"]
     assert "tests/test_slugify.py" in old_fork.markdown_text
+
+
+def test_the_test_the_base_made_strict_also_changed_by_the_pull_request(case: Case) -> None:
+    # The pull request loosens the lenient test further; the base made it strict. What
+    # runs is the tip's, and the constraints, judging the diff against the merge base,
+    # see the pull request's own change of a protected file (and only that).
+    case.base(files={"tests/test_slugify.py": LENIENT_TEST})
+    looser = LENIENT_TEST.replace('assert slugify("Déjà vu") != "dj-vu"', "assert True")
+    case.submit({"src/slugify/core.py": SLOPPY_CORE, "tests/test_slugify.py": looser})
+    move_main(case, {"tests/test_slugify.py": SHIPPED_TEST})
+    graded = case.grade()
+    graded.check("tests/test_slugify.py is protected")
+    assert "fail_to_pass: 1 of 2 passed" in graded.output
+    [protected] = [
+        c
+        for c in graded.report["components"][0]["details"]["checks"]  # type: ignore[index]
+        if c["rule"] == "protected"
+    ]
+    assert [v["path"] for v in protected["violations"]] == ["tests/test_slugify.py"]
 
 
 def test_runner_configuration_tightened_on_the_base_after_the_fork_point(case: Case) -> None:
