@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from repogym import grade
 from repogym.graders import CompositeGrader, PerfGrader
 from repogym.graders.composite import builtin_grader
 from repogym.graders.perf import perf_score
@@ -576,3 +577,20 @@ def test_a_short_benchmark_is_a_warning_finding(project: Make) -> None:
         "the candidate benchmark's fastest run took 0.400 s, under half a second, "
         "so start-up dominates the figure: make the benchmark run longer"
     )
+
+
+def test_the_baseline_is_the_merge_bases_when_the_base_moved_on(project: Make) -> None:
+    # Issue 19: the rubric is the base tip's, the perf baseline stays the merge base's.
+    # The base made its own code four times faster after the pull request branched; the
+    # pull request is twice as fast as where it branched from, not slower than the tip.
+    perf = reported(project, [0.8], min_speedup=1.5)
+    perf.repo.write({"bench.json": json.dumps({"report": [0.4]})})
+    perf.repo.commit("the pull request")
+    perf.repo.git("checkout", "--quiet", "main")
+    perf.repo.commit("the base moves on", {"bench.json": json.dumps({"report": [0.2]})})
+    perf.repo.git("checkout", "--quiet", "pr")
+    graded = grade(perf.repo.root, base="main")
+    assert graded.merge_base != graded.base
+    [component] = [c for c in graded.result.components if c.name == "perf"]
+    assert component.details["speedup"] == pytest.approx(2.0)
+    assert component.passed
