@@ -132,3 +132,28 @@ def test_hidden_tests_are_not_copied_through_a_linked_directory(job: Job, kept: 
     tests = next(c for c in step.report["components"] if c["name"] == "tests")
     assert tests["details"]["hidden"] == [SECRET]
     assert tests["details"]["pass_to_pass"][SECRET] == "passed", tests
+
+
+# A name git can record and this file system cannot hold: one component over 255 bytes.
+LONG = "src/" + "x" * 300 + ".py"
+
+
+def test_a_file_git_cannot_write_is_an_error_naming_it(job: Job) -> None:
+    """On pull_request_target (the workspace is the base's; the head is checked out only
+    in the Action's private clone) the pull request adds a file whose name has a
+    component of 303 bytes, outside `allowed_files` and with a forbidden pattern in it.
+    `git checkout` cannot write it, says so and exits 0: the gate must not pass a tree
+    it never saw."""
+    base, solution = example("bugfix")
+    pull = job.open_pull(2, base=base, head={**solution, LONG: "breakpoint()\n"})
+    event = job.event("pull_request.opened", pull)
+    step = job.run(
+        "pull_request_target", event, pull, {"comment": "off"}, checked_out="refs/heads/main"
+    )
+    assert step.exit_code == 2, step.log
+    [line] = errors(step.log)
+    assert line.startswith(f"::error::{LONG}: in the head commit, not in the work tree"), line
+    assert "a name component of 303 bytes" in line
+    assert step.report is not None and "error" in step.report
+    [run] = [r for r in job.fake.check_runs(pull.head_sha) if r["name"] == "repogym"]
+    assert run["conclusion"] == "failure"
