@@ -5,12 +5,18 @@ the links it adds without looking outside the tree (:func:`resolve_in_tree`); th
 line refuses an output path that a link in the tree would redirect (:func:`link_on_the_way`)
 and writes into the tree through directories opened with ``O_NOFOLLOW``
 (:func:`open_directory`), so that a link planted after that check is not followed either.
+
+A run's copy of the submission is ours, but the links in it are the submission's: what the
+grader writes into it (hidden tests, ``.gitattributes`` files, links to dependencies) goes
+through directories opened one at a time without following a symlink (:func:`open_way`),
+so that a committed ``tests/hidden -> /elsewhere`` cannot send it outside (issue 19).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -165,3 +171,112 @@ def _is_link_at(parent: int, name: str) -> bool:
         return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
     except OSError:
         return False
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def open_way(tree: Path, relative: str, *, make: bool = True) -> tuple[int, str]:
+    """For a write of ``relative`` (a path below ``tree``, a copy of ours): a descriptor of
+    the directory it goes in, and its last component, every component of the way opened
+    from ``tree`` without following a symlink.
+
+    With ``make``, what stands on the way and is not a directory (a symlink or a file of
+    the submission's) is removed and a directory made in its place, as a missing one is:
+    what we write must land in the copy. Without, that raises :class:`LinkInTree` and a
+    missing directory :class:`FileNotFoundError`. The caller closes the descriptor.
+    """
+    parts = relative.split("/")
+    if PurePosixPath(relative).is_absolute() or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{relative!r} is not a plain relative path")
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            fd = _enter(fd, part, make=make, tree=tree)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _enter(parent: int, name: str, *, make: bool, tree: Path) -> int:
+    """The directory ``name`` in ``parent`` (which this closes), opened without following."""
+    try:
+        try:
+            return os.open(name, _DIRECTORY, dir_fd=parent)
+        except FileNotFoundError:
+            if not make:
+                raise
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            if not make:
+                raise LinkInTree(f"{name} in {tree} is not a directory (a symlink?)") from None
+            os.unlink(name, dir_fd=parent)  # a symlink or a file: never what it leads to
+        os.mkdir(name, dir_fd=parent)
+        return os.open(name, _DIRECTORY, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def remove_at(parent: int, name: str) -> None:
+    """Remove ``name`` from the directory ``parent``, all it holds if it is a directory,
+    following no symlink; nothing if it is not there."""
+    try:
+        status = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(status.st_mode):
+        os.unlink(name, dir_fd=parent)
+        return
+    fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    try:
+        with os.scandir(fd) as entries:
+            names = [entry.name for entry in entries]
+        for child in names:
+            remove_at(fd, child)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)
+
+
+def place(
+    tree: Path,
+    relative: str,
+    *,
+    data: bytes | None = None,
+    source: Path | None = None,
+    link: str | None = None,
+    mode: int = 0o644,
+) -> None:
+    """Write ``relative`` into ``tree`` (a copy of ours) through :func:`open_way`, in
+    place of whatever is there: the bytes ``data``, a copy of the file ``source`` (a
+    symlink copied as a symlink; content streamed, mode kept), or a symlink to ``link``."""
+    parent, name = open_way(tree, relative)
+    try:
+        remove_at(parent, name)
+        if source is not None and source.is_symlink():
+            link = str(source.readlink())
+        if link is not None:
+            os.symlink(link, name, dir_fd=parent)
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        if source is None:
+            fd = os.open(name, flags, mode, dir_fd=parent)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data or b"")
+            return
+        with source.open("rb") as given:
+            status = os.fstat(given.fileno())
+            fd = os.open(name, flags, stat.S_IMODE(status.st_mode), dir_fd=parent)
+            with os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(given, out, 1 << 20)
+                os.fchmod(out.fileno(), stat.S_IMODE(status.st_mode))
+        os.utime(
+            name,
+            ns=(status.st_atime_ns, status.st_mtime_ns),
+            dir_fd=parent,
+            follow_symlinks=False,
+        )
+    finally:
+        os.close(parent)

@@ -157,7 +157,9 @@ def _hash_files(repo: Path, store: Store, paths: list[str]) -> list[str]:
         return []
     listing = "".join(p + "\n" for p in paths).encode("utf-8", "surrogateescape")
     if any("\n" in p for p in paths):  # --stdin-paths is line-based: hash those one by one
-        return [store.write_blob((repo / p).read_bytes()) for p in paths]
+        # by git, which streams a large file, never read whole here (issue 19).
+        one = ["hash-object", "-w", "--no-filters", "--"]
+        return [store.git([*one, p], cwd=repo).decode().strip() for p in paths]
     # One pass that writes: git writes no object the repository (an alternate) has.
     args = ["hash-object", "-w", "--no-filters", "--stdin-paths"]
     return store.git(args, cwd=repo, stdin=listing).decode().split()

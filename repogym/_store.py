@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from repogym import _git
+from repogym._links import place
 from repogym.errors import WorkspaceError
 
 GITLINK = "160000"
@@ -225,13 +226,13 @@ def checkout(store: Store, entries: Mapping[str, Entry], dest: Path) -> None:
     for path, entry in entries.items():
         if path in plain:
             continue
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
+        # Through directories opened without following a link: a tree can list a
+        # symlink and a .gitattributes below a directory of the same name (issue 19).
         data = store.read_blob(entry.sha)
         if entry.mode == SYMLINK:
-            target.symlink_to(os.fsdecode(data))
+            place(dest, path, link=os.fsdecode(data))
         else:
-            target.write_bytes(data)
+            place(dest, path, data=data, mode=0o755 if entry.mode == "100755" else 0o644)
 
 
 _counter = itertools.count(1)

@@ -13,7 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -143,7 +143,16 @@ class Workspace:
 
     @cached_property
     def _patch(self) -> str:
-        out = self._git_diff(["--no-color", "--no-ext-diff", "--no-textconv"])
+        options = ["--no-color", "--no-ext-diff", "--no-textconv"]
+        large = [c.path for c in self._changes.values() if c.binary]
+        stanzas = _large_binary_stanzas(self._snapshot.store, self._git_diff, large)
+        if not stanzas:
+            return self._git_diff(options).decode("utf-8", errors="replace")
+        # git diff reads an added or deleted binary file whole to say it differs (1 GiB
+        # of memory for a 1 GiB file, issue 19): those are left out and said here.
+        excluded = [f":(exclude,literal){path}" for path in stanzas]
+        out = self._git_diff(options, excluded)
+        out += b"".join(stanzas[path] for path in sorted(stanzas))
         return out.decode("utf-8", errors="replace")
 
     def baseline_files(self, under: str, *, at: str | None = None) -> tuple[str, ...]:
@@ -207,10 +216,58 @@ class Workspace:
         out = self._git_diff(["--raw", "--numstat", "--no-abbrev", "-z"])
         return dict(sorted(_parse_raw_numstat(out).items()))
 
-    def _git_diff(self, options: list[str]) -> bytes:
+    def _git_diff(self, options: list[str], pathspecs: Sequence[str] = ()) -> bytes:
+        """``git diff`` of the baseline and the snapshot; ``pathspecs`` with their magic
+        (else none is read as a pattern)."""
         snapshot = self._snapshot
-        args = ["diff", "--no-renames", *options, self.base, snapshot.tree, "--"]
-        return snapshot.store.git(args)
+        args = ["diff", "--no-renames", *options, self.base, snapshot.tree, "--", *pathspecs]
+        if not pathspecs:
+            return snapshot.store.git(args)
+        env = {**snapshot.store.env(), "GIT_LITERAL_PATHSPECS": "0"}
+        return _git.git(args, snapshot.store.holder, env=env)
+
+
+PATCH_BLOB_LIMIT = 1 << 20  # bytes of a binary blob above which git diff is not asked
+
+
+def _large_binary_stanzas(
+    store: Store, diff: Callable[[list[str], Sequence[str]], bytes], paths: list[str]
+) -> dict[str, bytes]:
+    """For each of ``paths`` (binary, as git's numstat found them without reading a
+    large blob) that has a side over :data:`PATCH_BLOB_LIMIT`, the stanza git diff
+    would print for it, made from the raw diff and the blobs' sizes alone."""
+    if not paths:
+        return {}
+    out = diff(["--raw", "--no-abbrev", "-z"], [f":(literal){p}" for p in paths])
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    records = [(fields[i][1:].split(), fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+    shas = sorted({sha for meta, _ in records for sha in meta[2:4] if sha.strip("0")})
+    sizes = dict(zip(shas, _blob_sizes(store, shas), strict=True))
+    stanzas = {}
+    for (old_mode, new_mode, old, new, _status), path in records:
+        if max(sizes.get(old, 0), sizes.get(new, 0)) <= PATCH_BLOB_LIMIT:
+            continue
+        a = "/dev/null" if not old.strip("0") else f"a/{path}"
+        b = "/dev/null" if not new.strip("0") else f"b/{path}"
+        lines = [f"diff --git a/{path} b/{path}"]
+        if a == "/dev/null":
+            lines += [f"new file mode {new_mode}", f"index {old[:7]}..{new[:7]}"]
+        elif b == "/dev/null":
+            lines += [f"deleted file mode {old_mode}", f"index {old[:7]}..{new[:7]}"]
+        elif old_mode != new_mode:
+            lines += [f"old mode {old_mode}", f"new mode {new_mode}"]
+            lines += [f"index {old[:7]}..{new[:7]}"]
+        else:
+            lines += [f"index {old[:7]}..{new[:7]} {new_mode}"]
+        lines.append(f"Binary files {a} and {b} differ")
+        stanzas[path] = ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    return stanzas
+
+
+def _blob_sizes(store: Store, shas: list[str]) -> list[int]:
+    listing = "".join(f"{sha}\n" for sha in shas).encode()
+    out = store.git(["cat-file", "--batch-check=%(objectsize)"], stdin=listing)
+    return [int(size) for size in out.split()]
 
 
 def _through_link(snapshot: Snapshot, path: str) -> bool:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from repogym._links import LinkInTree
 from repogym.errors import RepogymError
 from repogym.models import format_score
 from repogym.render import render
@@ -160,7 +161,13 @@ def _step(p: Publication, what: str, action: Any) -> None:
 
 
 def _write_report(p: Publication, report: dict[str, Any]) -> None:
-    write_atomic(p.settings.report_path(p.context.temp), to_json(report))
+    # Root writes it, and the workspace is the pull request's checkout: no symlink of it
+    # is followed, even one made since the input was checked (issue 19).
+    path = p.settings.report_path(p.context.temp)
+    try:
+        write_atomic(path, to_json(report), tree=p.context.workspace)
+    except LinkInTree as error:
+        raise RepogymError(f"input `report`: {path}: {error.problem}") from None
 
 
 def _write_outputs(p: Publication, graded: Graded) -> None:

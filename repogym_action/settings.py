@@ -15,11 +15,13 @@ works with this one. The token never appears in a message.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repogym._links import inside, link_on_the_way
 from repogym.errors import UsageError
 from repogym_action.metadata import (
     FALSE_VALUES,
@@ -199,6 +201,10 @@ class _Reader:
                 f"{_show(value)}: its directory does not exist (relative to the workspace "
                 f"{self.workspace}); give a file in an existing directory",
             )
+        elif self.raw("mode") != "publish":  # publish reads it, refusing any link itself
+            problem = workspace_link(path, self.workspace)
+            if problem is not None:
+                self.bad("report", f"{_show(value)} {problem}")
         return path
 
     def pull_request(self) -> int | None:
@@ -211,6 +217,23 @@ class _Reader:
             "pull-request", f"{_show(value)} is not a pull request number; give one such as 12"
         )
         return None
+
+
+def workspace_link(path: Path, workspace: Path) -> str | None:
+    """Why root must not write ``path``: a symlink in ``workspace`` lies on its way (or is
+    it), and the workspace is the pull request's checkout, whose links it commits (issue
+    19: `report: out/config` with `out -> .git` overwrote the later steps' credentials);
+    None when no link of the workspace redirects it. Links outside it are the user's."""
+    tree = Path(os.path.realpath(workspace))
+    found = link_on_the_way(str(path), tree)
+    fix = f"give a path that no symlink in the workspace leads through, e.g. {DEFAULT_REPORT_NAME}"
+    if found is None:
+        return None
+    owner = "which the pull request's checkout controls"
+    if found.last:
+        return f"is a symlink in the workspace (-> {found.target}), {owner}; {fix}"
+    shown = os.path.relpath(found.link, tree) if inside(found.link, tree) else str(found.link)
+    return f"goes through {shown}, a symlink in the workspace (-> {found.target}), {owner}; {fix}"
 
 
 def parse_settings(env: Mapping[str, str], *, workspace: Path) -> Settings:

@@ -31,7 +31,6 @@ import configparser
 import json
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ else:  # pragma: no cover
 
 from repogym import _git
 from repogym._globs import compile_globs
+from repogym._links import LinkInTree, open_way, place
 from repogym._sandbox import switches_user
 from repogym._store import Entry, Store, tree_entries
 from repogym.task import TestsConfig
@@ -129,11 +129,10 @@ def build(
     source, files = hidden
     for path in files:
         assert source is not None
-        target = dest / path
-        if target.is_symlink() or target.exists():
-            _remove(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / path, target, follow_symlinks=False)
+        # In place of what the submission has there, a link on the way included: root
+        # copies them, and a committed `tests/hidden -> /elsewhere` sent them outside the
+        # copy (issue 19).
+        place(dest, path, source=source / path)
     linked = _link_dependencies(workspace.root, dest, run)
     return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
 
@@ -365,16 +364,28 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
             continue
         if any(p.startswith(path + "/") for p in run):
             continue
-        target = dest / path
-        if target.is_symlink() or target.exists():
-            continue
-        if not target.parent.is_dir() or target.parent.is_symlink():
-            continue
         if switches_user() and not _reachable_by_others(root / path):
             continue  # a link the sandbox user could not follow would break collection
-        target.symlink_to(root / path)
-        linked.append(path)
+        if _link_into(dest, path, root / path):
+            linked.append(path)
     return linked
+
+
+def _link_into(dest: Path, path: str, target: Path) -> bool:
+    """Link ``path`` of the copy ``dest`` to ``target`` unless something is there, or
+    on the way is not a directory (a link of the submission's, which must not carry the
+    link out of the copy: issue 19); whether it was made."""
+    try:
+        parent, name = open_way(dest, path, make=False)
+    except (LinkInTree, FileNotFoundError):
+        return False
+    try:
+        os.symlink(target, name, dir_fd=parent)
+    except FileExistsError:
+        return False
+    finally:
+        os.close(parent)
+    return True
 
 
 def _reachable_by_others(path: Path) -> bool:
@@ -382,10 +393,3 @@ def _reachable_by_others(path: Path) -> bool:
     on the way must let others in."""
     real = Path(os.path.realpath(path))
     return all(d.stat().st_mode & 0o001 for d in (real, *real.parents))
-
-
-def _remove(target: Path) -> None:
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    else:
-        target.unlink()

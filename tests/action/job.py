@@ -20,7 +20,7 @@ import yaml
 
 from tests.action import events
 from tests.action.fake_github import FakeGitHub
-from tests.action.gitrepo import Files, Origin, Pull, actions_checkout, git
+from tests.action.gitrepo import Files, Origin, Pull, checkout_ref, git
 from tests.action.runners import Layout, OnStarted, Process, Runner
 from tests.action.test_commands import read_outputs
 
@@ -112,6 +112,7 @@ class Job:
         *,
         before: Callable[[Layout], None] | None = None,
         on_started: OnStarted | None = None,
+        checked_out: str | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
         ``pull`` as actions/checkout makes it for that event, by ``self.runner``.
@@ -120,15 +121,17 @@ class Job:
         are there, just before the program starts: what happens between the checkout and
         this step (the event file spoilt, a branch force-pushed). ``on_started`` is called
         with the program's process once it runs, while the run goes on (to signal it, as
-        a cancelled job is)."""
+        a cancelled job is). ``checked_out`` is what actions/checkout checks out, default
+        the pull request's test merge (a ``pull_request_target`` job's is the base branch,
+        ``refs/heads/main``)."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
         credentials = None
         if self.checkout == "v6":
             credentials = layout.temp / f"git-credentials-{uuid.uuid4()}.config"
-        sha = actions_checkout(
+        sha = checkout_ref(
             self.origin,
-            pull.number,
+            checked_out or f"refs/pull/{pull.number}/merge",
             layout.workspace,
             credentials_file=credentials,
             token=self.fake.token,
