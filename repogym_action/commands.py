@@ -14,9 +14,11 @@ can write. :func:`inert` puts a zero-width space (U+200B, which the runner's
 ``TrimStart`` keeps, since .NET does not count it as white space) into every ``##[`` and
 before a line's leading ``::``, so that no line is a command in either syntax and the log
 shows the text unchanged to a reader. It breaks lines where the runner does (LF, CR,
-CRLF). The data of a command is made inert too, though the runner reads no second
-command in a line it has read as one: one path for every text. The value of ``add-mask``
-is the exception, left exact, or the secret would not be masked.
+CRLF), and shows an undecodable byte of a file name (a lone surrogate, which the log's
+UTF-8 cannot hold) as ``\xe9``, as the reports do. The data of a command is made inert
+too, though the runner reads no second command in a line it has read as one: one path
+for every text. The value of ``add-mask`` is the exception, left exact, or the secret
+would not be masked.
 
 Text the submission controls (its test output) may hold such lines, so it is printed
 between ``::stop-commands::TOKEN`` and ``::TOKEN::`` with a random token that the
@@ -61,11 +63,26 @@ _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 _COMMAND_START = re.compile(r"^(\s*)::")
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _show_undecodable(text: str) -> str:
+    """As :func:`repogym.report.show_undecodable`, which imports the engine (a tenth of a
+    second before the first line of the log, bench/image.py)."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def inert(text: str) -> str:
     """``text`` with no line the runner reads as a workflow command, in the ``::`` syntax
     (at a line's start) or the old ``##[`` one (anywhere): a zero-width space inside
-    each, which a reader of the log does not see. Line breaks are kept."""
-    parts = _LINE_BREAK.split(text.replace("##[", f"##{_ZWSP}["))
+    each, which a reader of the log does not see; an undecodable byte shown ``\xe9``.
+    Line breaks are kept."""
+    parts = _LINE_BREAK.split(_show_undecodable(text).replace("##[", f"##{_ZWSP}["))
     return "".join(
         part if index % 2 else _COMMAND_START.sub(rf"\1{_ZWSP}::", part)
         for index, part in enumerate(parts)
@@ -205,9 +222,11 @@ class Commands:
         self._write(text if text.endswith("\n") else text + "\n")
 
     def untrusted(self, text: str) -> None:
-        """Text the submission controls, printed with every workflow command in it inert."""
+        """Text the submission controls, printed with every workflow command in it inert
+        (an undecodable byte shown ``\xe9``, as everywhere)."""
         if not text:
             return
+        text = _show_undecodable(text)
         token = _token()
         while token in text:
             token = _token()

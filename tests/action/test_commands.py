@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from repogym.report import show_undecodable
 from repogym_action import commands
 from repogym_action.commands import (
     SUMMARY_LIMIT,
@@ -22,6 +23,7 @@ from repogym_action.commands import (
     append_summary,
     escape_data,
     escape_property,
+    inert,
     write_outputs,
 )
 
@@ -262,6 +264,18 @@ def test_an_annotation_or_a_title_quoting_any_text_is_one_command(act: str) -> N
     assert [command for command, _ in rest] in ([], [("endgroup", {}, "")])
     if act != "group":
         assert properties["title"].replace("\u200b", "") == f"t {LEGACY}"
+
+
+def test_an_undecodable_byte_of_a_file_name_is_shown_escaped() -> None:
+    name = "src/caf\udce9.py"  # os.fsdecode(b"src/caf\xe9.py")
+    assert printed(lambda c: (c.line(name), c.error(name))) == (
+        "src/caf\\xe9.py\n::error::src/caf\\xe9.py\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["caf\udce9", "\udc80\udcff\ud800x", "plain"])
+def test_undecodable_bytes_are_shown_as_the_reports_show_them(text: str) -> None:
+    assert inert(text) == show_undecodable(text)
 
 
 def test_a_value_to_mask_is_kept_exact() -> None:
