@@ -70,12 +70,6 @@ _HIDDEN_HELP = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        if self.prog == "repogym" and "required: command" in message:
-            # Issue 19: a new user's first try, `repogym` alone, is told what to type.
-            raise UsageError(
-                "no command given: run `repogym grade`, `repogym validate`, "
-                "`repogym metrics FILE` or `repogym demo` (see `repogym --help`)"
-            )
         raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 

@@ -122,7 +122,7 @@ def test_task_override(pr: Repo, tmp_path: Path) -> None:
     [
         (["grade", "--base", "nope"], "`nope` does not name a commit"),
         (["grade", "--bogus"], "unrecognized arguments: --bogus"),
-        ([], "no command given: run `repogym grade`, `repogym validate`, `repogym metrics"),
+        ([], "the following arguments are required: command"),
         (["metrics", "missing.py"], "missing.py: no such file or directory"),
     ],
 )
