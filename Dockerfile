@@ -15,9 +15,16 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=igno
 RUN python3 -m venv /opt/repogym
 COPY . /src
 # The Action's dependencies, and pytest: the runner the tasks' own tests are graded with
-# when a repository does not bring its own. pip and setuptools stay behind: a task whose
-# tests need more packages makes its own environment in its `setup` (README, "The image").
-RUN /opt/repogym/bin/pip install --quiet '/src[action]' 'pytest>=8' \
+# when a repository does not bring its own. Every package comes from requirements/
+# image.lock, by version and hash, wheels only (issue 19: a build installs exactly what
+# was reviewed); repogym itself is then built with the locked setuptools, nothing fetched.
+# README, "Releasing", says how the lock is made again. pip and setuptools stay behind:
+# a task whose tests need more packages makes its own environment in its `setup`
+# (README, "The image").
+RUN /opt/repogym/bin/pip install --quiet --require-hashes --no-deps --only-binary :all: \
+        -r /src/requirements/image.lock \
+    && /opt/repogym/bin/pip install --quiet --no-deps --no-build-isolation --no-index /src \
+    && /opt/repogym/bin/pip check \
     && /opt/repogym/bin/pip uninstall --quiet --yes setuptools \
     && /opt/repogym/bin/pip uninstall --quiet --yes pip \
     && find /opt/repogym -name __pycache__ -prune -exec rm -rf {} + \
@@ -53,6 +60,6 @@ COPY --from=build /opt/repogym /opt/repogym
 ENV PATH=/opt/repogym/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 LABEL org.opencontainers.image.title="repogym-action" \
       org.opencontainers.image.description="Grades a pull request against a task its author cannot edit" \
-      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.version="1.0.0" \
       org.opencontainers.image.licenses="MIT"
 ENTRYPOINT ["repogym-action"]

@@ -296,13 +296,17 @@ def _environment(template_dir: Path | None) -> jinja2.Environment:
 # not split at `&#124;`) and in HTML alike, so `md` is safe in a paragraph, a table cell
 # and an HTML block such as `<summary>`. A zero-width space (`&#8203;`, as Dependabot
 # writes mentions) breaks what GitHub links in text: `@user`, `@org/team`, `#123`,
-# `org/repo#1`, `GH-123`, `https://...`, `www.`, `a@b.c`.
+# `org/repo#1`, `GH-123`, `https://...`, `www.`, `a@b.c`. A bare run of 7 or more hex
+# digits is linked to the commit it abbreviates, if there is one (issue 19): a message
+# quoting a sha would link a commit the report did not mean; a zero-width space after
+# every 6 digits leaves no run long enough.
 # Control characters, bidirectional overrides (which can reorder what a reader sees)
 # and lone surrogates (undecodable bytes of a file name) are shown as escapes.
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 _ZWSP = "&#8203;"
+_SHA_KEPT = 6  # hex digits in a row that GitHub does not link
 _ENTITY = {c: f"&#{ord(c)};" for c in "\\`*~[]|$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _MD_TOKEN = re.compile(
     r"""
@@ -310,6 +314,7 @@ _MD_TOKEN = re.compile(
     | (?P<entity>[&<>\\`*~\[\]|$])
     | (?P<underscore>_)
     | (?P<link>@|\#(?=\d)|(?i:gh)-(?=\d)|:(?=//)|(?i:www)(?=\.))
+    | (?P<sha>(?<![0-9A-Za-z_])[0-9A-Fa-f]{7,}(?![0-9A-Za-z_]))
     | (?P<control>"""
     + _CONTROL.pattern
     + ")",
@@ -351,6 +356,8 @@ def _md_token(match: re.Match[str]) -> str:
         return token if inside else "&#95;"
     if kind == "link":
         return token + _ZWSP
+    if kind == "sha":
+        return _ZWSP.join(token[at : at + _SHA_KEPT] for at in range(0, len(token), _SHA_KEPT))
     return _visible(token).replace("\\", "&#92;")
 
 

@@ -7,6 +7,13 @@ and a message of at most 64 KiB; text is cut with a note of how much was left ou
 title is one line: its line breaks and control characters become spaces first (GitHub
 shows it as one line, and a title may come from a test's output or a forged report). A
 finding without a path stays in the summary only.
+
+A file name that is not UTF-8 comes from git as bytes, read with ``surrogateescape``: its
+undecodable bytes are lone surrogates, which are no Unicode and which GitHub's JSON cannot
+carry (issue 19). In a title or a message such a byte is shown ``\xe9``, as the reports
+show it (:func:`repogym.report.show_undecodable`). An annotation on such a file is left
+out, its finding kept in the summary and the comment: the API names a file by its path
+in UTF-8, so an escaped path would name another file, or none.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from repogym.report import show_undecodable
+
 MAX_TITLE = 255  # characters
 MAX_MESSAGE = 64 * 1024  # bytes
 MAX_PATH = 1024  # characters
@@ -22,7 +31,7 @@ MAX_PATH = 1024  # characters
 MAX_ANNOTATIONS = 1000
 
 LEVELS = {"failure": "failure", "warning": "warning", "notice": "notice"}
-_UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f\\]")
+_UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f\\\ud800-\udfff]")  # a lone surrogate: see above
 # Line breaks (also U+2028, U+2029 and NEL) and other control characters, C0 and C1.
 _NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
@@ -57,7 +66,7 @@ def _annotation(component: str, finding: Mapping[str, Any]) -> dict[str, Any] | 
         "start_line": line,
         "end_line": line,
         "annotation_level": LEVELS.get(str(finding.get("level")), "failure"),
-        "message": cut_bytes(str(finding.get("message") or title), MAX_MESSAGE),
+        "message": cut_bytes(show_undecodable(str(finding.get("message") or title)), MAX_MESSAGE),
         "title": title,
     }
     return annotation
@@ -76,8 +85,9 @@ def _usable(path: str) -> bool:
 def one_line(text: str, limit: int) -> str:
     """``text`` as a one-line field GitHub shows (an annotation's or a check run's title):
     every run of line breaks and control characters one space, the ends stripped, then
-    cut to ``limit`` characters with a note of how many were cut."""
-    return cut_chars(_NOT_ONE_LINE.sub(" ", text).strip(), limit)
+    cut to ``limit`` characters with a note of how many were cut; an undecodable byte
+    shown ``\xe9``."""
+    return cut_chars(show_undecodable(_NOT_ONE_LINE.sub(" ", text)).strip(), limit)
 
 
 def cut_chars(text: str, limit: int) -> str:

@@ -6,10 +6,24 @@ the data, and in a property also ``%3A`` and ``%2C``, after splitting the proper
 ``,`` and ending them at the first ``::``. :func:`escape_data` and :func:`escape_property`
 are the inverse, ``%`` first so that nothing is unescaped twice.
 
+The runner still reads the old syntax too, ``##[name props]data``, found anywhere in a
+line (actions/runner, ``ActionCommand.TryParse``). Every text this module writes goes
+through :func:`inert` (issue 19): a line of ours quotes a report's summary, a git error,
+an exception's message, and in publish mode the report is a fork's, read in a job that
+can write. :func:`inert` puts a zero-width space (U+200B, which the runner's
+``TrimStart`` keeps, since .NET does not count it as white space) into every ``##[`` and
+before a line's leading ``::``, so that no line is a command in either syntax and the log
+shows the text unchanged to a reader. It breaks lines where the runner does (LF, CR,
+CRLF), and shows an undecodable byte of a file name (a lone surrogate, which the log's
+UTF-8 cannot hold) as ``\xe9``, as the reports do. The data of a command is made inert
+too, though the runner reads no second command in a line it has read as one: one path
+for every text. The value of ``add-mask`` is the exception, left exact, or the secret
+would not be masked.
+
 Text the submission controls (its test output) may hold such lines, so it is printed
 between ``::stop-commands::TOKEN`` and ``::TOKEN::`` with a random token that the
 submission cannot know: while stopped, the runner runs no command but the one that
-resumes, and it masks the token itself in the log.
+resumes (in either syntax), and it masks the token itself in the log.
 
 ``GITHUB_OUTPUT`` holds ``name<<DELIMITER`` blocks: the value is every line up to the
 first line that is exactly the delimiter, without the line break before it. The
@@ -20,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import sys
 from collections.abc import Iterator, Mapping
@@ -32,11 +47,46 @@ __all__ = [
     "append_summary",
     "escape_data",
     "escape_property",
+    "inert",
     "write_outputs",
 ]
 
 # The runner drops a step's summary file larger than this (bytes), with an error.
 SUMMARY_LIMIT = 1024 * 1024
+
+
+_ZWSP = "\u200b"
+# Where the runner ends a line it reads from a step's output (.NET's ReadLine).
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+# A line the runner would read as a ``::`` command: blanks, then ``::``. Python's idea of
+# a blank (str.isspace) holds every character .NET's TrimStart strips, and more.
+_COMMAND_START = re.compile(r"^(\s*)::")
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _show_undecodable(text: str) -> str:
+    """As :func:`repogym.report.show_undecodable`, which imports the engine (a tenth of a
+    second before the first line of the log, bench/image.py)."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    """``text`` with no line the runner reads as a workflow command, in the ``::`` syntax
+    (at a line's start) or the old ``##[`` one (anywhere): a zero-width space inside
+    each, which a reader of the log does not see; an undecodable byte shown ``\xe9``.
+    Line breaks are kept."""
+    parts = _LINE_BREAK.split(_show_undecodable(text).replace("##[", f"##{_ZWSP}["))
+    return "".join(
+        part if index % 2 else _COMMAND_START.sub(rf"\1{_ZWSP}::", part)
+        for index, part in enumerate(parts)
+    )
 
 
 def escape_data(text: str) -> str:
@@ -67,10 +117,20 @@ class Commands:
         stream.write(text)
         stream.flush()
 
-    def _command(self, name: str, data: str, properties: Mapping[str, str] | None = None) -> None:
+    def _command(
+        self,
+        name: str,
+        data: str,
+        properties: Mapping[str, str] | None = None,
+        *,
+        exact: bool = False,
+    ) -> None:
+        """``::name props::data``; ``exact``: ``data`` as it is (a value to mask), else
+        inert (:func:`inert`) like every other text."""
         pairs = (properties or {}).items()
-        props = ",".join(f"{key}={escape_property(value)}" for key, value in pairs)
-        self._write(f"::{name}{' ' + props if props else ''}::{escape_data(data)}\n")
+        props = ",".join(f"{key}={escape_property(inert(value))}" for key, value in pairs)
+        data = escape_data(data if exact else inert(data))
+        self._write(f"::{name}{' ' + props if props else ''}::{data}\n")
 
     def _annotate(
         self, level: str, message: str, title: str | None, file: str | None, line: int | None
@@ -123,7 +183,7 @@ class Commands:
         lines = [part.strip() for part in value.splitlines()]
         for part in dict.fromkeys([value.strip(), *lines]):
             if part:
-                self._command("add-mask", part)
+                self._command("add-mask", part, exact=True)
 
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
@@ -131,26 +191,42 @@ class Commands:
 
         The log does not nest groups: inside a group, the title is a plain line.
         """
-        if self._in_group:
-            self.line(title)
-            yield
-            return
-        self._command("group", title)
-        self._in_group = True
+        opened = self.open_group(title)
         try:
             yield
         finally:
+            if opened:
+                self.close_group()
+
+    def open_group(self, title: str) -> bool:
+        """Starts a group of the log, unless one is open (then ``title`` is a plain
+        line); whether it started one, which :meth:`close_group` ends."""
+        if self._in_group:
+            self.line(title)
+            return False
+        self._command("group", title)
+        self._in_group = True
+        return True
+
+    def close_group(self) -> None:
+        """Ends the open group, if any."""
+        if self._in_group:
             self._in_group = False
             self._command("endgroup", "")
 
     def line(self, text: str) -> None:
-        """A line of the log that we wrote (never text the submission controls)."""
+        """Lines of the log that we wrote, which may quote text from elsewhere (a report,
+        git, an exception): inert (:func:`inert`). Not for the submission's output
+        (:meth:`untrusted`), which may be long and is shown as it is."""
+        text = inert(text)
         self._write(text if text.endswith("\n") else text + "\n")
 
     def untrusted(self, text: str) -> None:
-        """Text the submission controls, printed with every workflow command in it inert."""
+        """Text the submission controls, printed with every workflow command in it inert
+        (an undecodable byte shown ``\xe9``, as everywhere)."""
         if not text:
             return
+        text = _show_undecodable(text)
         token = _token()
         while token in text:
             token = _token()

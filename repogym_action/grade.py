@@ -51,7 +51,7 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
         "head": {"sha": target.head_sha},
     }
     scratch = Path(tempfile.mkdtemp(prefix="repogym-action-", dir=_temp(context)))
-    progress = LogProgress(out.line)
+    progress = LogProgress(out)
     try:
         with out.group("repogym: fetching base and head"):
             checkout = prepare(context.workspace, target, into=scratch / "tree", log=out.line)

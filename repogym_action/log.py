@@ -3,7 +3,9 @@ runs with their timings, and a line now and then while a long command runs.
 
 Only what the task says is written here (grader names, the task's commands): the task is
 read at the base, never from the pull request. What the commands print is the
-submission's; it stays in the report, out of the log.
+submission's; it stays in the report, out of the log. All the same, every line goes
+through :class:`~repogym_action.commands.Commands`, which makes it inert (issue 19): a
+custom grader's name or a command's text is no command either.
 """
 
 from __future__ import annotations
@@ -12,27 +14,34 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from repogym.models import GradeComponent, format_score
 from repogym.runner import CommandResult
-from repogym_action.commands import escape_data
 
 # How often a running command is said to be still running.
 PROGRESS_EVERY = 60.0
 
 
+class Log(Protocol):
+    """What of :class:`~repogym_action.commands.Commands` the progress writes with."""
+
+    def line(self, text: str) -> None: ...
+    def open_group(self, title: str) -> bool: ...
+    def close_group(self) -> None: ...
+
+
 class LogProgress:
-    """A :class:`repogym.progress.Progress` writing to the Actions log through ``write``
-    (one line per call, no newline)."""
+    """A :class:`repogym.progress.Progress` writing to the Actions log through ``log``."""
 
     def __init__(
         self,
-        write: Callable[[str], None],
+        log: Log,
         *,
         every: float = PROGRESS_EVERY,
         workspace: Path | None = None,
     ) -> None:
-        self._write = write
+        self._log = log
         self._every = every
         self._workspace = workspace
         self._lock = threading.Lock()
@@ -40,8 +49,8 @@ class LogProgress:
         self._in_group = False
 
     def grader_started(self, name: str) -> None:
-        self._say(f"::group::{escape_data(f'repogym: {name}')}")
-        self._in_group = True
+        with self._lock:
+            self._in_group = self._log.open_group(f"repogym: {name}")
 
     def grader_finished(self, component: GradeComponent, seconds: float) -> None:
         verdict = "passed" if component.passed else "not passed"
@@ -49,11 +58,9 @@ class LogProgress:
             f"{component.name}: {verdict}, score {format_score(component.score)} "
             f"({component.role.value}) in {seconds:.1f} s"
         )
-        self._say("::endgroup::")
-        self._in_group = False
+        self._end_group()
 
     def command_started(self, command: str, cwd: Path) -> None:
-        # A line of ours never starts with "::": the runner would read it as a command.
         self._say(f"$ {command}")
         self._stop_ticker()
         self._ticker = _Ticker(self._say, command, self._every)
@@ -66,9 +73,13 @@ class LogProgress:
         """Stop the ticker; end a grader's group the grade left open (an interrupt), so
         that what follows is not folded into it."""
         self._stop_ticker()
-        if self._in_group:
-            self._say("::endgroup::")
-            self._in_group = False
+        self._end_group()
+
+    def _end_group(self) -> None:
+        with self._lock:
+            if self._in_group:
+                self._log.close_group()
+                self._in_group = False
 
     def _stop_ticker(self) -> None:
         if self._ticker is not None:
@@ -77,7 +88,7 @@ class LogProgress:
 
     def _say(self, line: str) -> None:
         with self._lock:  # the ticker's thread writes too
-            self._write(line)
+            self._log.line(line)
 
 
 class _Ticker:

@@ -47,8 +47,32 @@ EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_SIGNAL = 128  # plus the signal's number: a cancelled job
 
 
+USAGE = """\
+usage: repogym-action
+
+Grades a pull request and posts the verdict: the GitHub Action's program. It takes no
+arguments: the Actions runner gives it its inputs as INPUT_* variables (action.yml) and
+the event as GITHUB_* ones. Use it in a workflow as `uses: OWNER/repogym-action@v1`
+(README, "GitHub Action"); to grade on your own machine, run `repogym grade`.
+
+Exit codes: 0 passed, 1 not passed, 2 an error the user can fix, 3 an error of
+repogym's, 128+n cancelled by signal n.
+"""
+
+
 def main() -> int:
     """The console script: run with the environment the runner sets."""
+    # The runner passes no arguments (action.yml has no `args`): any is a person trying
+    # the command, who gets the usage rather than three missing variables (issue 19).
+    if sys.argv[1:]:
+        if sys.argv[1:] in (["-h"], ["--help"]):
+            sys.stdout.write(USAGE)
+            return EXIT_PASSED
+        sys.stderr.write(
+            f"repogym-action: error: it takes no arguments, not {' '.join(sys.argv[1:])!r}: "
+            "the runner passes the inputs as INPUT_* variables (see `repogym-action --help`)\n"
+        )
+        return EXIT_ERROR
     out = Commands()
     with signals_interrupt():
         try:

@@ -131,8 +131,11 @@ def github_html(markdown: str) -> str:
     return html
 
 
-# Where GitHub makes a link of text outside code: mentions, issues, bare URLs.
-LINKED = re.compile(r"@[A-Za-z0-9]|#\d|(?i:gh-\d)|(?i:https?|ftp)://|(?i:www)\.")
+# Where GitHub makes a link of text outside code: mentions, issues, bare URLs, a run of
+# 7 hex digits or more (a commit's sha, abbreviated or not; issue 19).
+LINKED = re.compile(
+    r"@[A-Za-z0-9]|#\d|(?i:gh-\d)|(?i:https?|ftp)://|(?i:www)\.|(?<![0-9A-Za-z_])[0-9A-Fa-f]{7,}"
+)
 
 
 def unsafe(markdown: str) -> list[str]:
@@ -233,6 +236,7 @@ AWKWARD = [
     "&amp; &#64; &lt;",
     "a\nb\r\nc",
     "ESC \x1b[31m RLO \u202e",
+    "fixed in 4fdd4b96cecc71582ef2d7e1b4b18d85889ec1d3 and deadbee, (abcdef1), org/repo@1234567",
 ]
 
 
@@ -258,8 +262,17 @@ def test_md_keeps_ids_legible() -> None:
     assert md("PASS 1.000 (constraints=1.00✓(gate))") == "PASS 1.000 (constraints=1.00✓(gate))"
 
 
+def test_md_breaks_every_run_of_hex_digits_github_would_link_to_a_commit() -> None:
+    assert md("see 4fdd4b96cecc71582ef2d7e1b4b18d85889ec1d3.") == (
+        "see 4fdd4b&#8203;96cecc&#8203;71582e&#8203;f2d7e1&#8203;b4b18d&#8203;85889e&#8203;c1d3."
+    )
+    assert md("deadbee") == "deadbe&#8203;e"
+    # Six digits are no sha, nor are digits inside a word.
+    assert md("abc123 test_deadbeef0 0xdeadbeef9") == "abc123 test_deadbeef0 0xdeadbeef9"
+
+
 def test_md_cuts_long_text_and_says_so() -> None:
-    assert md("a" * 30, 10) == "a" * 10 + " … (20 more characters)"
+    assert md("z" * 30, 10) == "z" * 10 + " … (20 more characters)"
     assert md("@" * 5, 2) == "@&#8203;@&#8203; … (3 more characters)"  # cut before escaping
 
 

@@ -182,6 +182,34 @@ def test_examples_grade_with_this_action() -> None:
     assert last["with"] == {"pull-request": "${{ inputs.pull-request }}"}
 
 
+def test_fork_publish_follows_fork_grade_and_skips_a_run_without_a_report() -> None:
+    """``workflows:`` names the grading workflow by its ``name:``, and only a run that
+    succeeded or failed is published: a cancelled one uploaded nothing, and downloading
+    its artifact would fail the job (issue 19)."""
+    grade = load(ROOT / "examples/workflows/fork-grade.yml")
+    publish = load(ROOT / "examples/workflows/fork-publish.yml")
+    assert publish[True]["workflow_run"]["workflows"] == [grade["name"]]
+    condition = " ".join(
+        jobs(ROOT / "examples/workflows/fork-publish.yml")["publish"]["if"].split()
+    )
+    assert condition == (
+        "github.event.workflow_run.event == 'pull_request' && "
+        """contains(fromJSON('["success", "failure"]'), github.event.workflow_run.conclusion)"""
+    )
+
+
+def test_zizmor_finds_nothing_in_the_workflows() -> None:
+    """The security lint, offline, with .github/zizmor.yml (issue 19): nothing of medium
+    severity or more in the project's workflows or the examples a user copies."""
+    zizmor = Path(sys.executable).with_name("zizmor")
+    done = subprocess.run(
+        [str(zizmor), "--offline", "--min-severity", "medium", "--format", "plain",
+         str(ROOT / ".github" / "workflows"), str(ROOT / "examples" / "workflows")],
+        capture_output=True, text=True, check=False, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_the_readmes_workflow_is_the_example() -> None:
     (block,) = re.findall(r"^```yaml\n(.*?)^```", readme_section(), re.S | re.M)
     assert block == (ROOT / "examples/workflows/grade-pull-requests.yml").read_text()
@@ -209,6 +237,12 @@ def test_release_builds_both_platforms_and_moves_the_major_and_minor_tags() -> N
     assert ".github/release/prepare.py check" in scripts
     assert ".github/release/prepare.py pin" in scripts
     assert 'git push --force origin "refs/tags/$MAJOR" "refs/tags/$MINOR"' in scripts
+    # action.yml of the moved tags runs the pushed image by its digest (issue 19).
+    assert build["id"] == "build"
+    assert found["image"]["outputs"] == {"digest": "${{ steps.build.outputs.digest }}"}
+    (pinning,) = [s for s in found["tags"]["steps"] if "prepare.py pin" in s.get("run", "")]
+    assert pinning["env"]["DIGEST"] == "${{ needs.image.outputs.digest }}"
+    assert '--digest "$DIGEST"' in pinning["run"]
 
 
 # The release script, run as the workflow runs it, on a copy of the files it reads.
@@ -283,21 +317,30 @@ def test_check_compares_the_installed_package(release_tree: Path) -> None:
     assert f"repogym.__version__) ({repogym.__version__})" in done.stderr
 
 
-def test_pin_changes_only_the_image_line(release_tree: Path) -> None:
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def test_pin_changes_only_the_image_line_to_the_image_by_digest(release_tree: Path) -> None:
     action = release_tree / "action.yml"
     before = action.read_text(encoding="utf-8").splitlines()
-    done = prepare(release_tree, "pin", "1.4.2", "--image", "ghcr.io/octo-org/repo")
-    assert (done.returncode, done.stdout) == (0, "docker://ghcr.io/octo-org/repo:1.4.2\n")
+    image = "ghcr.io/octo-org/repo"
+    done = prepare(release_tree, "pin", "1.4.2", "--image", image, "--digest", DIGEST)
+    reference = f"docker://{image}:1.4.2@{DIGEST}"
+    assert (done.returncode, done.stdout) == (0, reference + "\n")
     after = action.read_text(encoding="utf-8").splitlines()
     changed = [(old, new) for old, new in zip(before, after, strict=True) if old != new]
-    assert changed == [("  image: Dockerfile", "  image: docker://ghcr.io/octo-org/repo:1.4.2")]
-    assert load(action)["runs"] == {
-        "using": "docker",
-        "image": "docker://ghcr.io/octo-org/repo:1.4.2",
-    }
+    assert changed == [("  image: Dockerfile", f"  image: {reference}")]
+    assert load(action)["runs"] == {"using": "docker", "image": reference}
     assert check_jsonschema("vendor.github-actions", action).returncode == 0
-    again = prepare(release_tree, "pin", "1.4.3", "--image", "ghcr.io/octo-org/repo")
+    again = prepare(release_tree, "pin", "1.4.3", "--image", image, "--digest", DIGEST)
     assert again.returncode == 1 and "expected one line `image: Dockerfile`" in again.stderr
+
+
+@pytest.mark.parametrize("digest", ["", "sha256:abc", "1.4.2", "sha512:" + "0" * 64])
+def test_pin_refuses_what_is_not_a_digest(release_tree: Path, digest: str) -> None:
+    done = prepare(release_tree, "pin", "1.4.2", "--image", "ghcr.io/o/r", "--digest", digest)
+    assert done.returncode == 1 and "is not sha256: and 64 hex digits" in done.stderr
+    assert load(release_tree / "action.yml")["runs"]["image"] == "Dockerfile"
 
 
 def test_the_image_name_is_lower_case() -> None:

@@ -6,10 +6,13 @@ package's version in pyproject.toml, the version of the installed package
 ``org.opencontainers.image.version`` label when it states one. It prints the step outputs
 the later jobs use (``version``, ``major``, ``minor``, ``image``) as ``name=value`` lines.
 
-``pin`` rewrites action.yml so that the Action runs the prebuilt image
-``docker://IMAGE:X.Y.Z`` instead of building the Dockerfile: the commit the ``vX`` and
-``vX.Y`` tags are moved to, so that ``uses: org/repogym-action@v1`` starts without a build.
-Only that one line changes; everything else in action.yml stays byte for byte.
+``pin`` rewrites action.yml so that the Action runs the prebuilt image by its digest,
+``docker://IMAGE:X.Y.Z@sha256:...`` (the digest build-push-action gave; the tag is there
+for a reader, the digest is what is pulled) instead of building the Dockerfile: the
+commit the ``vX`` and ``vX.Y`` tags are moved to, so that ``uses: OWNER/repogym-action@v1``
+starts without a build, and whoever pins that commit runs exactly the image built for it,
+whatever is pushed to the tag later (issue 19). Only that one line changes; everything
+else in action.yml stays byte for byte.
 
 Every failure is one line on stderr and exit code 1.
 """
@@ -34,6 +37,7 @@ REGISTRY = "ghcr.io"
 TAG = re.compile(r"v(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)")
 # `runs.image` on main: the Action builds its Dockerfile (tests/action/test_action_yml.py).
 IMAGE_LINE = re.compile(r"^(?P<indent>[ \t]+)image:[ \t]*[\"']?Dockerfile[\"']?[ \t]*$", re.M)
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 VERSION_LABEL = re.compile(
     r"org\.opencontainers\.image\.version\s*=\s*(?P<quote>[\"']?)(?P<value>[^\s\"'\\]+)(?P=quote)"
 )
@@ -111,8 +115,14 @@ def image_name(repository: str) -> str:
     return f"{REGISTRY}/{repository.lower()}"
 
 
-def pin(action: Path, image: str, version: str) -> str:
-    """Rewrite ``runs.image`` of ``action`` to ``docker://IMAGE:VERSION``; the new value."""
+def pin(action: Path, image: str, version: str, digest: str) -> str:
+    """Rewrite ``runs.image`` of ``action`` to ``docker://IMAGE:VERSION@DIGEST``; the new
+    value."""
+    if not DIGEST.fullmatch(digest):
+        raise ReleaseError(
+            f"digest {digest!r} is not sha256: and 64 hex digits: pass the `digest` output "
+            "of the step that pushed the image"
+        )
     text = action.read_text(encoding="utf-8")
     matches = IMAGE_LINE.findall(text)
     if len(matches) != 1:
@@ -120,7 +130,7 @@ def pin(action: Path, image: str, version: str) -> str:
             f"{action}: expected one line `image: Dockerfile` (runs.image), found "
             f"{len(matches)}: release from a commit whose Action builds its Dockerfile"
         )
-    reference = f"docker://{image}:{version}"
+    reference = f"docker://{image}:{version}@{digest}"
     pinned = IMAGE_LINE.sub(lambda m: f"{m.group('indent')}image: {reference}", text)
     runs = yaml.safe_load(pinned).get("runs", {})
     if runs != {"using": "docker", "image": reference}:
@@ -146,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pinning = commands.add_parser("pin", help="action.yml runs the prebuilt image")
     pinning.add_argument("version", help="X.Y.Z")
     pinning.add_argument("--image", required=True, help=f"{REGISTRY}/owner/name")
+    pinning.add_argument("--digest", required=True, help="sha256:... of the pushed image")
     args = parser.parse_args(argv)
     try:
         if args.command == "check":
@@ -153,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(outputs(version, image_name(args.repository)))
         else:
             version = tag_version(f"v{args.version}")
-            print(pin(args.root / "action.yml", args.image, version))
+            print(pin(args.root / "action.yml", args.image, version, args.digest))
     except ReleaseError as error:
         print(f"release: {error}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from repogym.report import show_undecodable
 from repogym_action import commands
 from repogym_action.commands import (
     SUMMARY_LIMIT,
@@ -22,6 +23,7 @@ from repogym_action.commands import (
     append_summary,
     escape_data,
     escape_property,
+    inert,
     write_outputs,
 )
 
@@ -57,13 +59,22 @@ def unescape(text: str, mappings: tuple[tuple[str, str], ...]) -> str:
 
 def parse_line(line: str, known: set[str]) -> Command | None:
     """The command on one line of the log, if the runner sees one."""
+    parsed = _parse(line, known)
+    return parsed[0] if parsed else None
+
+
+def _parse(line: str, known: set[str]) -> tuple[Command, bool] | None:
+    """The command on one line and whether it is in the old ``##[`` syntax: the runner
+    tries ``::`` first, then ``##[`` anywhere in the line."""
     stripped = line.lstrip()
     if stripped.startswith("::") and (end := stripped.find("::", 2)) >= 0:
         info, data, sep, escapes = stripped[2:end], stripped[end + 2 :], ",", PROPERTY_ESCAPES
-        data_escapes = DATA_ESCAPES
+        data_escapes, legacy = DATA_ESCAPES, False
+        if info.partition(" ")[0].lower() not in known:  # not one: the old syntax is tried
+            return _legacy(line, known)
     elif (start := line.find("##[")) >= 0 and (end := line.find("]", start)) >= 0:
         info, data, sep, escapes = line[start + 3 : end], line[end + 1 :], ";", LEGACY_ESCAPES
-        data_escapes = LEGACY_ESCAPES
+        data_escapes, legacy = LEGACY_ESCAPES, True
     else:
         return None
     name, _, props = info.partition(" ")
@@ -74,28 +85,41 @@ def parse_line(line: str, known: set[str]) -> Command | None:
         key, _, value = pair.partition("=")
         if key and value:
             properties[key] = unescape(value, escapes)
-    return name.lower(), properties, unescape(data, data_escapes)
+    return (name.lower(), properties, unescape(data, data_escapes)), legacy
+
+
+def _legacy(line: str, known: set[str]) -> tuple[Command, bool] | None:
+    """The line read in the old syntax only."""
+    start = line.find("##[")
+    return _parse(line[start:], known) if start >= 0 else None
 
 
 def run_log(log: str) -> list[Command]:
     """The commands the runner runs for what a step printed, in order."""
+    return [command for command, _ in commands_run(log)]
+
+
+def commands_run(log: str) -> list[tuple[Command, bool]]:
+    """Each command the runner runs for what a step printed, in order, and whether it was
+    written in the old ``##[name ...]`` syntax, which the runner finds anywhere in a line."""
     known, stop_token, done = set(KNOWN), None, []
     for line in re.split(r"\r\n|\r|\n", log):
-        command = parse_line(line, known)
-        if command is None:
+        parsed = _parse(line, known)
+        if parsed is None:
             continue
+        command, _ = parsed
         name, _, data = command
         if stop_token is not None:
             if name == stop_token.lower():
                 known.discard(stop_token.lower())
                 stop_token = None
-                done.append(command)
+                done.append(parsed)
             continue
         if name == "stop-commands":
             assert data and data.lower() not in known, "the runner refuses this token"
             stop_token = data
             known.add(data.lower())
-        done.append(command)
+        done.append(parsed)
     return done
 
 
@@ -207,10 +231,55 @@ def test_untrusted_text_runs_no_command() -> None:
     assert HOSTILE in log  # shown in full, only inert
 
 
-def test_the_same_text_alone_would_run_commands() -> None:
-    names = [name for name, _, _ in run_log(printed(lambda c: c.line(HOSTILE)))]
+def test_the_same_text_printed_raw_would_run_commands() -> None:
+    names = [name for name, _, _ in run_log(HOSTILE)]
     # The submission's own stop-commands is no shield: it knows its token and resumes.
     assert names == ["error", "add-mask", "set-output", "warning", "stop-commands", "abc", "error"]
+
+
+LEGACY = "at 50% ##[warning]w\n ##[set-output name=passed;]true\r::add-mask::m"
+
+
+@pytest.mark.parametrize("text", [HOSTILE, LEGACY, "##[##[error]e]", "\u3000::error::x"])
+def test_a_line_of_ours_quoting_any_text_runs_no_command(text: str) -> None:
+    """Issue 19: a line we write quotes a report's summary, git, an exception; every one
+    of its lines is inert in both syntaxes, and reads the same to a reader."""
+    log = printed(lambda c: c.line(f"summary: {text}"))
+    assert run_log(log) == []
+    assert log.replace("\u200b", "") == f"summary: {text}\n"
+    assert run_log(printed(lambda c: c.line(text))) == []
+
+
+@pytest.mark.parametrize("act", ["error", "warning", "notice", "group"])
+def test_an_annotation_or_a_title_quoting_any_text_is_one_command(act: str) -> None:
+    def write(c: Commands) -> None:
+        if act == "group":
+            with c.group(LEGACY):
+                pass
+        else:
+            getattr(c, act)(LEGACY, title=f"t {LEGACY}", file="a.py", line=1)
+
+    [((name, properties, data), legacy), *rest] = commands_run(printed(write))
+    assert name == act and not legacy and data.replace("\u200b", "") == LEGACY
+    assert [command for command, _ in rest] in ([], [("endgroup", {}, "")])
+    if act != "group":
+        assert properties["title"].replace("\u200b", "") == f"t {LEGACY}"
+
+
+def test_an_undecodable_byte_of_a_file_name_is_shown_escaped() -> None:
+    name = "src/caf\udce9.py"  # os.fsdecode(b"src/caf\xe9.py")
+    assert printed(lambda c: (c.line(name), c.error(name))) == (
+        "src/caf\\xe9.py\n::error::src/caf\\xe9.py\n"
+    )
+
+
+@pytest.mark.parametrize("text", ["caf\udce9", "\udc80\udcff\ud800x", "plain"])
+def test_undecodable_bytes_are_shown_as_the_reports_show_them(text: str) -> None:
+    assert inert(text) == show_undecodable(text)
+
+
+def test_a_value_to_mask_is_kept_exact() -> None:
+    assert run_log(printed(lambda c: c.mask("s##[x]::y"))) == [("add-mask", {}, "s##[x]::y")]
 
 
 def test_each_untrusted_text_has_its_own_token() -> None:
