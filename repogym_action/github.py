@@ -377,6 +377,9 @@ class GitHub:
         (``GET /user``); for an installation token, which ``GET /user`` refuses, the bot
         account of its app, ``<slug>[bot]``, the app known from the check run this run
         made, else the workflow token's ``github-actions[bot]``."""
+        if self._app_slug is not None and not isinstance(self._login, str):
+            # It made a check run, which only an app's token may: no need to ask.
+            return f"{self._app_slug}[bot]", "Bot"
         if self._login is False:
             try:
                 self._login = self._github.get_user().login
@@ -384,7 +387,7 @@ class GitHub:
                 self._login = None
         if isinstance(self._login, str):
             return self._login, "User"
-        return (f"{self._app_slug}[bot]" if self._app_slug else ACTIONS_BOT), "Bot"
+        return ACTIONS_BOT, "Bot"
 
     def _written_by_us(self, comment: IssueComment) -> bool:
         """Whether ``comment`` was written by exactly this token's account (issue 19: any
@@ -401,7 +404,7 @@ class GitHub:
         the account :meth:`account` said (an app's token in a run without a check run),
         it is from now on, and the line saying so is returned."""
         expected, _ = self.account()
-        if login == expected or isinstance(self._login, str):
+        if login == expected or isinstance(self._login, str) or not login.endswith("[bot]"):
             return None
         self._app_slug = login.removesuffix("[bot]")
         return (

@@ -243,4 +243,29 @@ def test_the_sticky_comment_is_the_tokens_own_account_s_alone(tmp_path: Path, ki
         [theirs, again] = fake.comments(3)
         assert theirs["body"] == echoed
         assert again["id"] == ours["id"] and "repogym: passed" in again["body"]
+        # An installation token is known by the check run it made: it asks GET /user,
+        # which refuses it, nothing; a personal token asks once a run.
+        asked = [r for r in fake.requests if r.path == "/user"]
+        assert len(asked) == (2 if kind == "personal" else 0)
+        assert fake.violations == []
+
+
+def test_an_apps_token_without_a_check_run_never_edits_another_apps_comment(
+    tmp_path: Path,
+) -> None:
+    """With `check-run: false` an app's token cannot learn its account before it posts (it
+    takes the workflow token's, github-actions[bot]): another app's comment with the
+    marker is not taken for its own, a comment of its own is posted, and a notice says to
+    keep the check run."""
+    with FakeGitHub(app_slug="grader") as fake:
+        job = Job(tmp_path, fake)
+        base = files_of(EXAMPLES / "bugfix" / "repo")
+        pull = job.open_pull(3, base=base, head=files_of(EXAMPLES / "bugfix" / "solution"))
+        echoed = f'{MARKER}run="x" -->\nsomeone else'
+        fake.add_comment(3, echoed, login="echo-app[bot]", type="Bot")
+        step = grade(job, pull, **{"check-run": "false"})
+        assert step.exit_code == 0, step.log
+        [theirs, ours] = fake.comments(3)
+        assert theirs["body"] == echoed and ours["user"]["login"] == "grader[bot]"
+        assert "::notice::the token writes as grader[bot], not github-actions[bot]" in step.log
         assert fake.violations == []
