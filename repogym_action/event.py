@@ -49,6 +49,8 @@ class PullRequest:
     head_repo: str | None  # owner/name of the fork (or the same repository); None once deleted
     html_url: str
     state: str = "open"
+    # The repository's default branch (base.repo.default_branch); None when not given.
+    default_branch: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +64,9 @@ class Target:
     base_sha: str | None
     head_sha: str
     comment: bool  # False for merge_group: a queue's group gets the check run only
+    # The repository's default branch, from the payload: a check run graded against
+    # another base names it (issue 19); None when the payload does not say.
+    default_branch: str | None = None
 
 
 def read_target(
@@ -96,6 +101,7 @@ def read_target(
             base_sha=pull.base_sha,
             head_sha=pull.head_sha,
             comment=True,
+            default_branch=pull.default_branch,
         )
     return _with_base(target, base_override)
 
@@ -157,26 +163,29 @@ def parse_pull(data: Mapping[str, Any], *, source: str = "pull_request") -> Pull
     base = _object(data, "base", source)
     head = _object(data, "head", source)
     head_repo = head.get("repo")
+    base_repo = _object(base, "repo", f"{source}.base")
+    default = base_repo.get("default_branch")
     return PullRequest(
         number=number,
         base_ref=_text(base, "ref", f"{source}.base"),
         base_sha=_sha(base, "sha", f"{source}.base"),
         head_ref=_text(head, "ref", f"{source}.head"),
         head_sha=_sha(head, "sha", f"{source}.head"),
-        base_repo=_text(
-            _object(base, "repo", f"{source}.base"), "full_name", f"{source}.base.repo"
-        ),
+        base_repo=_text(base_repo, "full_name", f"{source}.base.repo"),
         head_repo=(
             _text(head_repo, "full_name", f"{source}.head.repo") if head_repo is not None else None
         ),
         html_url=_text(data, "html_url", source),
         state=_text(data, "state", source),
+        default_branch=default if isinstance(default, str) and default else None,
     )
 
 
 def _merge_group(payload: Mapping[str, Any], where: str) -> Target:
     group = _payload_object(payload, "merge_group", where, "merge_group")
     source = f"{where}: merge_group"
+    repository = payload.get("repository")
+    default = repository.get("default_branch") if isinstance(repository, Mapping) else None
     return Target(
         event="merge_group",
         pull=None,
@@ -184,6 +193,7 @@ def _merge_group(payload: Mapping[str, Any], where: str) -> Target:
         base_sha=_sha(group, "base_sha", source),
         head_sha=_sha(group, "head_sha", source),
         comment=False,
+        default_branch=default if isinstance(default, str) and default else None,
     )
 
 
@@ -223,6 +233,7 @@ def _with_base(target: Target, base_override: str | None) -> Target:
         base_sha=sha,
         head_sha=target.head_sha,
         comment=target.comment,
+        default_branch=target.default_branch,
     )
 
 

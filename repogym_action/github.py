@@ -7,6 +7,13 @@ is blindly: a POST that failed may have been done, so before sending it again th
 Action looks for what it would have made (its comment by the marker, its check run by
 name and ``external_id``), and sends it again only when that is not there.
 
+The sticky comment is the Action's own only when its author is exactly the account the
+token writes as (issue 19): the user of a personal token (``GET /user``), else the bot
+account of the GitHub App whose installation token it is, ``<slug>[bot]``: the app GitHub
+names as the maker of the check run this run started, or, with no check run,
+``github-actions[bot]`` (a workflow's ``GITHUB_TOKEN``; an installation token cannot ask
+who it is). A comment of any other account, a bot's included, is never taken for its own.
+
 The client remembers the check runs it started and has not completed, so that a run
 cut short (a cancelled job) can complete them as ``cancelled``: :meth:`GitHub.cancel_checks`,
 with requests of their own that wait for nothing (no retry, a short timeout).
@@ -56,6 +63,7 @@ class CheckRef:
 
     id: int
     html_url: str
+    app_slug: str | None = None  # the GitHub App GitHub says made it (the token's)
 
 
 @dataclass(slots=True)
@@ -124,7 +132,10 @@ class GitHub:
         logging.getLogger("github").propagate = False
         self.repository = repository
         self._repo = self._github.get_repo(repository)
-        self._login: str | bool | None = False  # False: not asked yet
+        self._login: str | bool | None = False  # a personal token's user; False: not asked yet
+        self._app_slug: str | None = None  # the app of an installation token, once known
+        # Set when a posted comment's author was not the account expected (no check run).
+        self.author_note: str | None = None
 
     def close(self) -> None:
         self._github.close()
@@ -148,17 +159,19 @@ class GitHub:
                 status=404,
             ) from None
 
-    def find_pull(self, head_sha: str, head_repository: str) -> PullRequest | None:
-        """The open pull request whose head is ``head_sha`` from ``head_repository``
-        (``owner/name``, a fork's included), or None."""
+    def find_pulls(self, head_sha: str, head_repository: str) -> list[PullRequest]:
+        """The open pull requests whose head is ``head_sha`` from ``head_repository``
+        (``owner/name``, a fork's included): several when one head is proposed to
+        several bases."""
 
-        def find() -> PullRequest | None:
+        def find() -> list[PullRequest]:
+            found = []
             for pull in self._repo.get_pulls(state="open"):
                 repo = pull.head.repo
                 same = repo is not None and repo.full_name.lower() == head_repository.lower()
                 if pull.head.sha == head_sha and same:
-                    return _pull_request(pull)
-            return None
+                    found.append(_pull_request(pull))
+            return found
 
         return call_api("list open pull requests", find)
 
@@ -201,7 +214,10 @@ class GitHub:
         except ApiError:
             self._open.remove(opened)
             raise
-        opened.ref = CheckRef(id=run.id, html_url=run.html_url)
+        slug = run.app.slug if run.app is not None else None  # set by the answer: no request
+        opened.ref = CheckRef(id=run.id, html_url=run.html_url, app_slug=slug)
+        if isinstance(slug, str) and slug:
+            self._app_slug = slug  # whose bot account writes this token's comments
         return opened.ref
 
     def finish_check(
@@ -352,24 +368,50 @@ class GitHub:
             budget=self._budget,
             secondary_wait=self._secondary_wait,
         )
+        if made.user is not None:
+            self.author_note = self._learn_author(made.user.login)
         return str(made.html_url)
 
-    def _written_by_us(self, comment: IssueComment) -> bool:
-        """Whether ``comment`` was written with this token: by the user a personal token
-        acts as (GET /user), or, for an installation token (which GET /user refuses, as
-        a workflow's GITHUB_TOKEN), by a bot account; nobody can make one of those write
-        a comment that starts with the marker, short of installing an app."""
+    def account(self) -> tuple[str, str]:
+        """The account this token writes as, ``(login, type)``: a personal token's user
+        (``GET /user``); for an installation token, which ``GET /user`` refuses, the bot
+        account of its app, ``<slug>[bot]``, the app known from the check run this run
+        made, else the workflow token's ``github-actions[bot]``."""
+        if self._app_slug is not None and not isinstance(self._login, str):
+            # It made a check run, which only an app's token may: no need to ask.
+            return f"{self._app_slug}[bot]", "Bot"
         if self._login is False:
             try:
                 self._login = self._github.get_user().login
             except GithubException:
                 self._login = None
+        if isinstance(self._login, str):
+            return self._login, "User"
+        return ACTIONS_BOT, "Bot"
+
+    def _written_by_us(self, comment: IssueComment) -> bool:
+        """Whether ``comment`` was written by exactly this token's account (issue 19: any
+        Bot account used to count, so another app echoing a contributor's text, marker
+        and all, had the sticky comment)."""
         user = comment.user
         if user is None:
             return False
-        if isinstance(self._login, str):
-            return bool(user.login == self._login)
-        return bool(user.type == "Bot")
+        login, kind = self.account()
+        return bool(user.login == login and user.type == kind)
+
+    def _learn_author(self, login: str) -> str | None:
+        """The author of the comment this token just posted, ``login``: when it is not
+        the account :meth:`account` said (an app's token in a run without a check run),
+        it is from now on, and the line saying so is returned."""
+        expected, _ = self.account()
+        if login == expected or isinstance(self._login, str) or not login.endswith("[bot]"):
+            return None
+        self._app_slug = login.removesuffix("[bot]")
+        return (
+            f"the token writes as {login}, not {expected}: with `check-run: false` the Action "
+            "cannot tell an app's account before it posts, so this run's earlier comments "
+            "were not found and a new one was posted; keep `check-run: true` with an app's token"
+        )
 
 
 def _pull_request(pull: Any) -> PullRequest:
@@ -384,6 +426,7 @@ def _pull_request(pull: Any) -> PullRequest:
         head_repo=pull.head.repo.full_name if pull.head.repo is not None else None,
         html_url=pull.html_url,
         state=pull.state,
+        default_branch=pull.base.repo.default_branch,
     )
 
 

@@ -74,7 +74,9 @@ INPUTS: Mapping[str, Input] = _inputs(
         name="github-token",
         default="${{ github.token }}",
         description="Token for GitHub's API: reads the pull request, writes the comment and "
-        "the check run. The job needs `pull-requests: write` and `checks: write`.",
+        "the check run. The job needs `pull-requests: write` and `checks: write`. A GitHub "
+        "App's installation token works the same; a personal access token cannot write check "
+        "runs (only an app's can): give it with `check-run: false`.",
     ),
     Input(
         name="task",
@@ -107,7 +109,9 @@ INPUTS: Mapping[str, Input] = _inputs(
         name="check-name",
         default="repogym",
         description="Name of the check run and key of the sticky comment: two configurations "
-        "on one repository need two names. One line, at most 100 characters.",
+        "on one repository need two names. A grade against another base than the "
+        "repository's default branch names its check run with the base in brackets after "
+        "it, `repogym (release)`. One line, at most 100 characters.",
     ),
     Input(
         name="fail",

@@ -4,6 +4,16 @@ check run and the sticky comment, each rendered from the report by the templates
 Local files come first (they cannot fail for GitHub's reasons), then the check run
 (what branch protection reads), then the comment. One that fails does not stop the
 others; the first failure is raised at the end.
+
+A verdict belongs to its pull request's (head, base) pair (issue 19). The check run is
+named for its base when that is not the default branch (:attr:`Publication.check_name`),
+and says in its summary which base it graded. Before completing the check run and before
+commenting, the pull request is read again: retargeted to another base while this run
+graded, the check run is completed ``cancelled`` (never ``success``, nor ``neutral``,
+which branch protection counts as passing) and the comment is left to the run grading
+against the new base; the head moved on, the comment is left to the newer run. A new
+commit on the same base branch is not a move: no ``pull_request`` event grades again for
+it, so the verdict is posted, said against the base commit it graded.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from repogym.render import render
 from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
-from repogym_action.event import Target
+from repogym_action.event import PullRequest, Target
 from repogym_action.github import CheckRef, GitHub, comment_marker
 from repogym_action.grade import Graded
 from repogym_action.retry import ApiError
@@ -53,6 +63,23 @@ class Publication:
     problems: list[RepogymError] = field(default_factory=list)
 
     @property
+    def check_name(self) -> str:
+        """The check run's name: `check-name`, with the base in brackets when the base is
+        not the repository's default branch (or that is not known): ``repogym (release)``.
+
+        Issue 19: one head in pull requests to two bases (or a pull request retargeted)
+        shared one check, and a grade against a lax branch turned green the check that
+        the default branch's protection requires. A rule on the default branch requires
+        `check-name`, which only a grade against that branch reports; a rule on another
+        branch requires `check-name (<branch>)`.
+        """
+        target = self.target
+        if target.default_branch is not None and target.base_ref == target.default_branch:
+            return self.settings.check_name
+        base = target.base_ref[:12] if _SHA.fullmatch(target.base_ref) else target.base_ref
+        return f"{self.settings.check_name} ({base})"
+
+    @property
     def run_key(self) -> str:
         """This job of this attempt of this workflow run."""
         c = self.context
@@ -64,7 +91,7 @@ class Publication:
             return
         try:
             self.check = self.github.start_check(
-                name=self.settings.check_name,
+                name=self.check_name,
                 head_sha=self.target.head_sha,
                 external_id=self.run_key,
                 details_url=self.context.run_url,
@@ -75,7 +102,7 @@ class Publication:
             self.read_only = True
             out.notice(READ_ONLY)
             return
-        out.line(f"check run {self.settings.check_name}: {self.check.html_url}")
+        out.line(f"check run {self.check_name}: {self.check.html_url}")
 
 
 def publish(publication: Publication, graded: Graded, out: Commands) -> None:
@@ -187,18 +214,62 @@ def _write_outputs(p: Publication, graded: Graded) -> None:
 def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None:
     assert p.check is not None
     made, left = to_annotations(graded.report)
-    summary = texts["check_summary"]
+    summary = f"{_graded_against(p, graded.report)}\n\n{texts['check_summary']}"
     if left:
         summary += (
             f"\n{left} more findings with a file are not annotations here; the report has them.\n"
         )
+    conclusion = "success" if graded.passed else "failure"
+    title = one_line(graded.summary_line, 255) or "repogym"
+    retargeted = _retargeted(p)
+    if retargeted is not None:
+        # Withdrawn, not `neutral`: branch protection counts a neutral check as passing,
+        # and the newest check run of a name is the one it reads (issue 19).
+        conclusion, made = "cancelled", []
+        title = one_line(f"repogym: stale, graded against {p.target.base_ref}", 255)
+        summary = f"{retargeted}.\n\n{summary}"
     p.github.finish_check(
         p.check,
-        conclusion="success" if graded.passed else "failure",
-        title=one_line(graded.summary_line, 255) or "repogym",
+        conclusion=conclusion,
+        title=title,
         summary=summary,
         text=texts["check_text"],
         annotations=made,
+    )
+
+
+def _graded_against(p: Publication, report: dict[str, Any]) -> str:
+    """The line that says which base the verdict belongs to."""
+    base = report.get("base")
+    base = base if isinstance(base, dict) else {}
+    ref = base.get("ref")
+    ref = ref if isinstance(ref, str) else p.target.base_ref
+    sha = base.get("sha")
+    sha = sha if isinstance(sha, str) else p.target.base_sha
+    at = f" at `{sha[:12]}`" if sha else ""
+    return f"Graded against `{one_line(ref, 255)}`{at}, head `{p.target.head_sha[:12]}`."
+
+
+def _retargeted(p: Publication, now: PullRequest | None = None) -> str | None:
+    """Why this run's verdict no longer belongs to its pull request, when its base
+    branch changed while it graded (read again unless ``now`` is given); else None.
+
+    A pull request that cannot be read here is not called retargeted: the comment, which
+    reads it again, reports that failure."""
+    graded = p.target.pull
+    if graded is None:
+        return None
+    if now is None:
+        try:
+            now = p.github.pull(graded.number)
+        except ApiError:
+            return None
+    if now.base_ref == graded.base_ref:
+        return None
+    return (
+        f"pull request #{graded.number} now targets `{now.base_ref}`: this run graded it "
+        f"against `{p.target.base_ref}`, so its verdict is withdrawn; the run grading "
+        f"against `{now.base_ref}` gives the verdict"
     )
 
 
@@ -213,7 +284,8 @@ def _comment_unless_read_only(p: Publication, body: str, out: Commands) -> None:
 
 def _comment(p: Publication, body: str, out: Commands) -> None:
     """The sticky comment, unless the pull request moved on while this run graded: then
-    the run grading the newer head writes it, and an old verdict never replaces a new one."""
+    the run grading the newer head, or against the new base, writes it, and an old
+    verdict never replaces a new one (issue 19 for the base)."""
     assert p.target.pull is not None
     number = p.target.pull.number
     now = p.github.pull(number)
@@ -223,9 +295,22 @@ def _comment(p: Publication, body: str, out: Commands) -> None:
             f"{p.target.head_sha[:12]}: its comment is left to the run that grades the newer commit"
         )
         return
+    retargeted = _retargeted(p, now)
+    if retargeted is not None:
+        out.notice(f"{retargeted}: the comment is left to that run")
+        return
+    graded_sha = p.target.pull.base_sha
+    if now.base_sha != graded_sha:
+        out.line(
+            f"{now.base_ref} is now at {now.base_sha[:12]} (this run graded against "
+            f"{graded_sha[:12]}): a commit on the base grades nothing again, so the verdict "
+            "is posted, said against the base commit it graded"
+        )
     marker, shared = comment_marker(p.settings.check_name, p.run_key)
     if p.settings.comment is CommentMode.NEW:
         url = p.github.new_comment(number, body, marker)
     else:
         url = p.github.update_comment(number, body, shared=shared, marker=marker)
     out.line(f"comment: {url}")
+    if p.github.author_note is not None:
+        out.notice(p.github.author_note)

@@ -5,6 +5,9 @@ and uploaded as an artifact. README, "Pull requests from forks".
 Nothing in the artifact is trusted. The pull request is the open one whose head is the
 graded run's head commit from the run's head repository, both read from the event payload
 (GitHub's) and the API, never from the artifact; the report's head must be that commit;
+when several open pull requests have that head (one head proposed to several bases), the
+one whose base branch the report was graded against, and no guess: a report whose base
+matches none of them, or several, is refused (issue 19);
 the report is read as JSON of at most :data:`MAX_REPORT` bytes, validated against the
 schema of :mod:`repogym_action.report_schema`, and only rendered, by the same sandboxed
 templates as a grade. The payload's shape is checked too: a field of the wrong type is one
@@ -24,7 +27,7 @@ from typing import Any
 
 from repogym.report import REPORT_VERSION
 from repogym_action.commands import Commands
-from repogym_action.event import EventError, Target, load_payload
+from repogym_action.event import EventError, PullRequest, Target, load_payload
 from repogym_action.github import GitHub
 from repogym_action.grade import Graded
 from repogym_action.publish import Publication, publish
@@ -50,14 +53,15 @@ def publish_uploaded(
             "publishing workflow with `on: workflow_run` of the grading workflow"
         )
     run = _graded_run(load_payload(context.event_path), context)
-    pull = github.find_pull(run["head_sha"], run["head_repository"])
-    if pull is None:
+    pulls = github.find_pulls(run["head_sha"], run["head_repository"])
+    if not pulls:
         out.notice(
             f"no open pull request has {run['head_sha'][:12]} from {run['head_repository']} as "
             "its head any more (it moved on or was closed): nothing to publish"
         )
         return None
     report = read_report(settings.report, run["head_sha"])
+    pull = _pull_of(report, pulls, settings.report)
     error = report["error"]["message"] if isinstance(report.get("error"), dict) else None
     graded = Graded(report=report, seconds=0.0, error=error)
     target = Target(
@@ -67,11 +71,32 @@ def publish_uploaded(
         base_sha=pull.base_sha,
         head_sha=run["head_sha"],
         comment=True,
+        default_branch=pull.default_branch,
     )
     publication = Publication(context=context, settings=settings, target=target, github=github)
     publication.start(out)
     publish(publication, graded, out)
     return graded
+
+
+def _pull_of(report: Mapping[str, Any], pulls: list[PullRequest], path: Path | None) -> PullRequest:
+    """The one of ``pulls`` (open, of the graded head) whose base branch the report was
+    graded against. The base's sha is not matched: it moves with every commit on that
+    branch, which grades nothing again, and two pull requests into one branch share it."""
+    base = report.get("base")
+    ref = base.get("ref") if isinstance(base, Mapping) else None
+    matching = [pull for pull in pulls if pull.base_ref == ref]
+    if len(matching) == 1:
+        return matching[0]
+    bases = ", ".join(f"#{pull.number} ({pull.base_ref})" for pull in pulls)
+    said = (
+        f"graded against `{ref}`" if isinstance(ref, str) else "says no base it was graded against"
+    )
+    which = "several of them" if matching else "none of them"
+    raise ArtifactError(
+        f"{path}: the uploaded report is {said}, and that is {which}: the open pull requests "
+        f"of its head are {bases}; it cannot tell where the verdict belongs: not published"
+    )
 
 
 def _graded_run(payload: Mapping[str, Any], context: RunContext) -> dict[str, str]:

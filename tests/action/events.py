@@ -54,6 +54,7 @@ def payload(
     event = example(name)
     old = event["repository"]["full_name"]
     event = _replaced(event, _names(old, repository))
+    event = _default_branch(event, "main")  # the test repository's, as the fake API says
     if name.startswith("pull_request."):
         pull = event["pull_request"]
         shas = {pull["head"]["sha"]: head_sha, pull["base"]["sha"]: base_sha}
@@ -88,6 +89,18 @@ def payload(
         event["ref"] = f"refs/heads/{base_ref}"
         event["inputs"] = dict(inputs) if inputs is not None else {"pull-request": str(number)}
     return event
+
+
+def _default_branch(node: Any, branch: str) -> Any:
+    """Every repository object's `default_branch` set to `branch`."""
+    if isinstance(node, dict):
+        return {
+            key: branch if key == "default_branch" else _default_branch(value, branch)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_default_branch(item, branch) for item in node]
+    return node
 
 
 def _numbered(event: dict[str, Any], number: int) -> dict[str, Any]:

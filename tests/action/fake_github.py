@@ -84,10 +84,16 @@ class FakeGitHub:
         repository: str = "octo-org/octo-repo",
         token: str = "ghs_fake",
         user_login: str | None = None,
+        app_slug: str = gh.ACTIONS_SLUG,
     ) -> None:
+        """``user_login``: the token is that user's personal token (GET /user answers);
+        ``app_slug``: else it is that GitHub App's installation token (the default: a
+        workflow's GITHUB_TOKEN, the GitHub Actions app's), whose bot account
+        ``<slug>[bot]`` writes the comments and whose app makes the check runs."""
         self.repository = repository
         self.token = token
         self.user_login = user_login
+        self.app_slug = app_slug
         self.requests: list[Request] = []
         self.violations: list[str] = []
         self._faults: list[tuple[str, str, deque[Fault]]] = []
@@ -103,7 +109,12 @@ class FakeGitHub:
         server = _Server(self)
         port = server.server_address[1]
         site = gh.Site(api=f"http://127.0.0.1:{port}{PREFIX}", html=f"http://127.0.0.1:{port}")
-        self._state = State(site=site, repository=self.repository, user_login=self.user_login)
+        self._state = State(
+            site=site,
+            repository=self.repository,
+            user_login=self.user_login,
+            app_slug=self.app_slug,
+        )
         self._server = server
         # A short poll: stop() waits for the serving loop to notice, up to one interval.
         self._thread = threading.Thread(
@@ -175,6 +186,13 @@ class FakeGitHub:
         with self._lock:
             pull = self.state.pulls[number]
             pull.head_sha = sha
+            pull.updated_at = gh.now()
+
+    def retarget(self, number: int, *, base_ref: str, base_sha: str) -> None:
+        """The PR's base branch changed (an `edited` event)."""
+        with self._lock:
+            pull = self.state.pulls[number]
+            pull.base_ref, pull.base_sha = base_ref, base_sha
             pull.updated_at = gh.now()
 
     def add_comment(self, number: int, body: str, *, login: str, type: str = "User") -> int:

@@ -16,6 +16,7 @@ from typing import Any
 BOT_LOGIN = "github-actions[bot]"
 BOT_ID = 41898282  # the id GitHub shows for github-actions[bot]
 APP_ID = 15368  # the GitHub Actions app
+ACTIONS_SLUG = "github-actions"
 REPOSITORY_ID = 1296269
 
 
@@ -72,6 +73,7 @@ class CheckRun:
     text: str | None = None
     annotations: list[dict[str, Any]] = field(default_factory=list)
     updates: int = 0  # PATCHes received
+    app_slug: str = ACTIONS_SLUG  # the app whose token made it (GitHub sets it, not the body)
 
 
 def node_id(kind: str, number: int) -> str:
@@ -84,7 +86,7 @@ def user_id(login: str) -> int:
 
 
 def user(site: Site, login: str, *, type: str = "User") -> dict[str, Any]:
-    """A simple-user."""
+    """A simple-user; a bot's (``<app slug>[bot]``) page is its app's."""
     api = f"{site.api}/users/{login}"
     number = user_id(login)
     return {
@@ -94,7 +96,9 @@ def user(site: Site, login: str, *, type: str = "User") -> dict[str, Any]:
         "avatar_url": f"{site.html}/avatars/{number}",
         "gravatar_id": "",
         "url": api,
-        "html_url": f"{site.html}/{login}" if type != "Bot" else f"{site.html}/apps/github-actions",
+        "html_url": f"{site.html}/{login}"
+        if type != "Bot"
+        else f"{site.html}/apps/{login.removesuffix('[bot]')}",
         "followers_url": f"{api}/followers",
         "following_url": f"{api}/following{{/other_user}}",
         "gists_url": f"{api}/gists{{/gist_id}}",
@@ -289,7 +293,10 @@ def issue_comment(site: Site, repository_name: str, comment: Comment) -> dict[st
         "updated_at": comment.updated_at,
         "issue_url": f"{api}/issues/{comment.number}",
         "author_association": "NONE" if comment.type == "Bot" else "CONTRIBUTOR",
-        "performed_via_github_app": actions_app(site) if comment.login == BOT_LOGIN else None,
+        # The app whose installation token wrote it: its bot account is `<slug>[bot]`.
+        "performed_via_github_app": (
+            app(site, comment.login.removesuffix("[bot]")) if comment.type == "Bot" else None
+        ),
     }
 
 
@@ -318,7 +325,7 @@ def check_run(site: Site, repository_name: str, run: CheckRun, pulls: list[Pull]
         },
         "name": run.name,
         "check_suite": {"id": 5_000_000 + run.id},
-        "app": actions_app(site),
+        "app": app(site, run.app_slug),
         "pull_requests": [
             {
                 "id": 1_000_000 + pull.number,
@@ -359,16 +366,24 @@ def commit(site: Site, repository_name: str, sha: str) -> dict[str, Any]:
 
 def actions_app(site: Site) -> dict[str, Any]:
     """The GitHub Actions app: what writes with a workflow's GITHUB_TOKEN."""
+    return app(site, ACTIONS_SLUG)
+
+
+def app(site: Site, slug: str) -> dict[str, Any]:
+    """The GitHub App ``slug`` (GitHub Actions for ``github-actions``): whose installation
+    token made a check run, or wrote a comment as its bot account ``<slug>[bot]``."""
     created = "2018-07-30T09:30:17Z"
+    number = APP_ID if slug == ACTIONS_SLUG else zlib.crc32(slug.encode()) % 10**6 + 1
+    actions = slug == ACTIONS_SLUG
     return {
-        "id": APP_ID,
-        "slug": "github-actions",
-        "node_id": node_id("A_", APP_ID),
-        "owner": user(site, "github", type="Organization"),
-        "name": "GitHub Actions",
-        "description": "Automate your workflow from idea to production",
-        "external_url": "https://help.github.com/en/actions",
-        "html_url": f"{site.html}/apps/github-actions",
+        "id": number,
+        "slug": slug,
+        "node_id": node_id("A_", number),
+        "owner": user(site, "github" if actions else "octo-org", type="Organization"),
+        "name": "GitHub Actions" if actions else slug,
+        "description": "Automate your workflow from idea to production" if actions else None,
+        "external_url": "https://help.github.com/en/actions" if actions else site.html,
+        "html_url": f"{site.html}/apps/{slug}",
         "created_at": created,
         "updated_at": created,
         "permissions": {"checks": "write", "issues": "write", "metadata": "read"},

@@ -50,12 +50,22 @@ Handler = Callable[[Mapping[str, str], Mapping[str, list[str]], Any], Response]
 
 
 class State:
-    """One repository on the fake GitHub, and who the token is."""
+    """One repository on the fake GitHub, and who the token is: a personal token's user
+    (``user_login``), a GitHub App's installation token (``app_slug``), else a workflow's
+    GITHUB_TOKEN (the GitHub Actions app)."""
 
-    def __init__(self, *, site: Site, repository: str, user_login: str | None) -> None:
+    def __init__(
+        self,
+        *,
+        site: Site,
+        repository: str,
+        user_login: str | None,
+        app_slug: str = gh.ACTIONS_SLUG,
+    ) -> None:
         self.site = site
         self.repository = repository
         self.user_login = user_login
+        self.app_slug = app_slug
         self.pulls: dict[int, Pull] = {}
         self.comments: dict[int, Comment] = {}
         self.runs: dict[int, CheckRun] = {}
@@ -77,8 +87,11 @@ class State:
 
     @property
     def author(self) -> tuple[str, str]:
-        """Who the token writes as: the PAT's user, or the Actions bot for GITHUB_TOKEN."""
-        return (self.user_login, "User") if self.user_login else (gh.BOT_LOGIN, "Bot")
+        """Who the token writes as: the PAT's user, else the app's bot account,
+        ``<slug>[bot]`` (github-actions[bot] for GITHUB_TOKEN)."""
+        if self.user_login:
+            return self.user_login, "User"
+        return f"{self.app_slug}[bot]", "Bot"
 
     def answer(
         self,
@@ -168,6 +181,8 @@ class State:
         return Response(status=200, body=gh.private_user(self.site, self.user_login))
 
     def create_check_run(self, params: Mapping[str, str], query: Any, body: Any) -> Response:
+        if self.user_login is not None:  # only a GitHub App may write check runs
+            return error(403, "You must authenticate via a GitHub App.")
         problems = _check_run_rules(body)
         if problems:
             return rejected(*problems)
@@ -181,6 +196,7 @@ class State:
             completed_at=None,
             details_url=body.get("details_url"),
             external_id=body.get("external_id"),
+            app_slug=self.app_slug,
         )
         self._next_run += 1
         self.runs[run.id] = run

@@ -181,6 +181,13 @@ class Origin:
         self._refresh_pulls()
         return self.pull(number)
 
+    def retarget(self, number: int, base: str) -> Pull:
+        """Pull request ``number`` now into ``base`` (its base branch changed): a new test
+        merge."""
+        self._pulls[number] = (base, self._pulls[number][1])
+        self._refresh_pulls()
+        return self.pull(number)
+
     def pull(self, number: int) -> Pull:
         base, head = self._pulls[number]
         return Pull(

@@ -90,6 +90,12 @@ class Job:
         self.fake.move_head(number, pull.head_sha)
         return pull
 
+    def retarget(self, number: int, base: str) -> Pull:
+        """The pull request's base branch changed to ``base``, on the origin and in the API."""
+        pull = self.origin.retarget(number, base)
+        self.fake.retarget(number, base_ref=pull.base_ref, base_sha=pull.base_sha)
+        return pull
+
     def event(self, name: str, pull: Pull, **extra: Any) -> dict[str, Any]:
         return events.payload(
             name,
