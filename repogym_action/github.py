@@ -175,6 +175,16 @@ class GitHub:
 
         return call_api("list open pull requests", find)
 
+    def pull_files(self, number: int) -> tuple[list[str], int]:
+        """The paths pull request ``number`` changes, as GitHub lists them (at most 3,000),
+        and how many files it changes in all."""
+
+        def read() -> tuple[list[str], int]:
+            pull = self._repo.get_pull(number)
+            return [file.filename for file in pull.get_files()], pull.changed_files
+
+        return call_api(f"list the files of pull request #{number}", read)
+
     # -- check runs -----------------------------------------------------------------
 
     def start_check(

@@ -36,6 +36,7 @@ from repogym_action.settings import RunContext, Settings
 
 MAX_REPORT = 8 * 1024 * 1024  # bytes; a grade's report is far smaller
 _SHA = re.compile(r"[0-9a-f]{40}")
+WORKFLOWS = ".github"  # what a pull request's grading run runs from its merge commit
 
 
 class ArtifactError(EventError):
@@ -62,6 +63,7 @@ def publish_uploaded(
         return None
     report = read_report(settings.report, run["head_sha"])
     pull = _pull_of(report, pulls, settings.report)
+    _refuse_workflow_changes(github, pull)
     error = report["error"]["message"] if isinstance(report.get("error"), dict) else None
     graded = Graded(report=report, seconds=0.0, error=error)
     target = Target(
@@ -97,6 +99,31 @@ def _pull_of(report: Mapping[str, Any], pulls: list[PullRequest], path: Path | N
         f"{path}: the uploaded report is {said}, and that is {which}: the open pull requests "
         f"of its head are {bases}; it cannot tell where the verdict belongs: not published"
     )
+
+
+def _refuse_workflow_changes(github: GitHub, pull: PullRequest) -> None:
+    """Refuse the report of a pull request that changes ``.github/``. A ``pull_request``
+    run runs the workflows of the pull request's merge commit: one that edits them made
+    the run that uploaded the artifact, which need not have run this Action at all, so
+    anything in the report may be forged (issue 19). Nothing is posted and the required
+    check stays missing, so the pull request cannot merge on it; a maintainer reviews it."""
+    paths, total = github.pull_files(pull.number)
+    touched = [path for path in paths if path == WORKFLOWS or path.startswith(WORKFLOWS + "/")]
+    if touched:
+        shown_paths = ", ".join(touched[:3]) + (
+            f" and {len(touched) - 3} more" if len(touched) > 3 else ""
+        )
+        raise ArtifactError(
+            f"pull request #{pull.number} changes {WORKFLOWS}/ ({shown_paths}): its grading run "
+            "ran the pull request's own workflows, which can upload any report, so the report "
+            "is not published; review the change, and grade it once it is merged or from a "
+            "branch of this repository"
+        )
+    if len(paths) < total:
+        raise ArtifactError(
+            f"pull request #{pull.number} changes {total} files and GitHub lists {len(paths)}: "
+            f"whether it changes {WORKFLOWS}/ cannot be told, so the report is not published"
+        )
 
 
 def _graded_run(payload: Mapping[str, Any], context: RunContext) -> dict[str, str]:

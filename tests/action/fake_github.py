@@ -188,6 +188,11 @@ class FakeGitHub:
             pull.head_sha = sha
             pull.updated_at = gh.now()
 
+    def set_files(self, number: int, files: list[str]) -> None:
+        """What the PR changes (base...head), as its list of files shows it."""
+        with self._lock:
+            self.state.pulls[number].files = list(files)
+
     def retarget(self, number: int, *, base_ref: str, base_sha: str) -> None:
         """The PR's base branch changed (an `edited` event)."""
         with self._lock:

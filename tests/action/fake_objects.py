@@ -12,6 +12,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 BOT_LOGIN = "github-actions[bot]"
 BOT_ID = 41898282  # the id GitHub shows for github-actions[bot]
@@ -42,6 +43,7 @@ class Pull:
     head_sha: str
     head_repo: str  # "owner/name": the fork, or the repository itself
     state: str = "open"
+    files: list[str] = field(default_factory=list)  # what it changes, base...head
     created_at: str = field(default_factory=now)
     updated_at: str = field(default_factory=now)
 
@@ -268,8 +270,25 @@ def pull_request(site: Site, repository_name: str, pull: Pull) -> dict[str, Any]
         "mergeable_state": "unknown",
         "merged_by": None,
         **dict.fromkeys(("comments", "review_comments", "commits", "additions"), 0),
-        **dict.fromkeys(("deletions", "changed_files"), 0),
+        "deletions": 0,
+        "changed_files": len(pull.files),
         "maintainer_can_modify": False,
+    }
+
+
+def diff_entry(site: Site, repository_name: str, pull: Pull, path: str) -> dict[str, Any]:
+    """A file of the pull request, as its list of files gives it (line counts left at 0)."""
+    quoted = quote(path)
+    return {
+        "sha": None,
+        "filename": path,
+        "status": "modified",
+        "additions": 0,
+        "deletions": 0,
+        "changes": 0,
+        "blob_url": f"{site.html}/{repository_name}/blob/{pull.head_sha}/{quoted}",
+        "raw_url": f"{site.html}/{repository_name}/raw/{pull.head_sha}/{quoted}",
+        "contents_url": f"{site.api}/repos/{repository_name}/contents/{quoted}?ref={pull.head_sha}",
     }
 
 

@@ -75,6 +75,7 @@ class State:
             ("GET", "/repos/{owner}/{repo}"): self.get_repository,
             ("GET", "/repos/{owner}/{repo}/pulls"): self.list_pulls,
             ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): self.get_pull,
+            ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"): self.list_pull_files,
             ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): self.list_comments,
             ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): self.create_comment,
             ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): self.update_comment,
@@ -138,6 +139,18 @@ class State:
         if pull is None:
             return error(404, "Not Found")
         return Response(status=200, body=gh.pull_request(self.site, self.repository, pull))
+
+    def list_pull_files(
+        self, params: Mapping[str, str], query: Mapping[str, list[str]], body: Any
+    ) -> Response:
+        """The files a pull request changes, 30 a page, at most 3,000 as GitHub lists."""
+        number = int(params["pull_number"])
+        pull = self.pulls.get(number)
+        if pull is None:
+            return error(404, "Not Found")
+        shown = [gh.diff_entry(self.site, self.repository, pull, p) for p in pull.files[:3000]]
+        path = f"/repos/{self.repository}/pulls/{number}/files"
+        return self.page(path, query, shown, lambda items: items)
 
     def list_comments(
         self, params: Mapping[str, str], query: Mapping[str, list[str]], body: Any

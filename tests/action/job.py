@@ -81,6 +81,7 @@ class Job:
             head_sha=pull.head_sha,
             head_repo=head_repo,
         )
+        self._list_files(pull)
         return pull
 
     def push(self, number: int, files: Files, *, branch: str = "fix") -> Pull:
@@ -88,13 +89,26 @@ class Job:
         self.origin.commit(branch, files, message="another change")
         pull = self.origin.pull(number)
         self.fake.move_head(number, pull.head_sha)
+        self._list_files(pull)
         return pull
 
     def retarget(self, number: int, base: str) -> Pull:
         """The pull request's base branch changed to ``base``, on the origin and in the API."""
         pull = self.origin.retarget(number, base)
         self.fake.retarget(number, base_ref=pull.base_ref, base_sha=pull.base_sha)
+        self._list_files(pull)
         return pull
+
+    def _list_files(self, pull: Pull) -> None:
+        """The pull request's files in the API, as GitHub lists them: base...head (a
+        name git would quote stays quoted: the fake only shows it)."""
+        try:
+            changed = git(
+                self.origin.path, "diff", "--name-only", f"{pull.base_sha}...{pull.head_sha}"
+            )
+        except AssertionError:  # unrelated histories: no merge base
+            changed = git(self.origin.path, "diff", "--name-only", pull.base_sha, pull.head_sha)
+        self.fake.set_files(pull.number, changed.splitlines())
 
     def event(self, name: str, pull: Pull, **extra: Any) -> dict[str, Any]:
         return events.payload(

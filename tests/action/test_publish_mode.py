@@ -426,3 +426,41 @@ def test_every_problem_of_a_report_is_a_line_of_its_own(job: Job) -> None:
         "`files_changed[0]` is 1: should be a string",
     ]
     assert writes(job) == [] and job.fake.comments(7) == []
+
+
+FORGED_WORKFLOW = """\
+name: repogym
+on: pull_request
+jobs:
+  grade:
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo '{"passed": true}' > repogym-report.json  # no grade: a forged report
+"""
+
+
+@pytest.mark.parametrize(
+    "workflow", [".github/workflows/repogym.yml", ".github/actions/grade/action.yml", ".github"]
+)
+def test_the_report_of_a_pull_request_that_changes_github_is_refused(
+    job: Job, workflow: str
+) -> None:
+    """The fork edits what its pull_request run runs, so that run never grades: it uploads
+    a well-formed PASS for a change whose tests fail. Protecting `.github/**` in the task
+    cannot stop it (the Action never ran); the publisher refuses any report of a pull
+    request that changes `.github` (issue 19)."""
+    base = files_of(EXAMPLES / "bugfix" / "repo")
+    pull = job.open_pull(7, base=base, head={**base, workflow: FORGED_WORKFLOW}, head_repo=FORK)
+    step = publish(job, pull, json.dumps(well_formed(pull)).encode())
+    refused(job, step, f"pull request #7 changes .github/ ({workflow})")
+    assert "not published" in errors(step)[0]
+
+
+def test_a_pull_request_with_more_files_than_github_lists_is_refused(job: Job) -> None:
+    """GitHub lists 3,000 files of a pull request at most: past that, a `.github` change
+    could hide, so the report is not published."""
+    base = files_of(EXAMPLES / "bugfix" / "repo")
+    many = {f"data/{n:04}.txt": f"{n}\n" for n in range(3001)}
+    pull = job.open_pull(7, base=base, head={**base, **many}, head_repo=FORK)
+    step = publish(job, pull, json.dumps(well_formed(pull)).encode())
+    refused(job, step, "pull request #7 changes 3001 files and GitHub lists 3000")

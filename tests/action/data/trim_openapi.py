@@ -34,6 +34,7 @@ OPERATIONS = (
     ("get", "/repos/{owner}/{repo}"),
     ("get", "/repos/{owner}/{repo}/pulls"),  # publish mode: the pull request of a head
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),  # publish mode: .github/
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
