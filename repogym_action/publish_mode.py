@@ -26,7 +26,7 @@ from repogym.report import REPORT_VERSION
 from repogym_action.commands import Commands
 from repogym_action.event import EventError, Target, load_payload
 from repogym_action.github import GitHub
-from repogym_action.grade import Graded
+from repogym_action.grade import Graded, workspace_templates
 from repogym_action.publish import Publication, publish
 from repogym_action.report_schema import problems, shown
 from repogym_action.settings import RunContext, Settings
@@ -59,7 +59,8 @@ def publish_uploaded(
         return None
     report = read_report(settings.report, run["head_sha"])
     error = report["error"]["message"] if isinstance(report.get("error"), dict) else None
-    graded = Graded(report=report, seconds=0.0, error=error)
+    templates = workspace_templates(context, settings)  # the default branch's checkout
+    graded = Graded(report=report, seconds=0.0, error=error, templates=templates)
     target = Target(
         event="workflow_run",
         pull=pull,
