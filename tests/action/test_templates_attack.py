@@ -265,18 +265,21 @@ def test_a_template_that_fails_still_completes_the_check_run(process_job: Job, c
     assert step.report is not None and said in step.report["error"]["message"]
 
 
-def test_a_failing_template_in_the_container_completes_the_check_run(job: Job) -> None:
-    if isinstance(job.runner, Process):
-        pytest.skip("the process runner runs every case above")
-    source, said = FAILING["a loop that never ends"]
-    base, head = unsolved({f"{TEMPLATES}/comment.md.j2": source}, {})
-    pull = job.open_pull(14, base=base, head=head)
-    step = grade(job, pull)
-    assert step.exit_code == 2, step.log
-    [line] = errors(step)
-    assert said in line
-    assert the_check(job, pull)["conclusion"] == "failure"
-    assert_no_token(job, step)
+def test_a_template_that_never_ends_in_the_container_completes_the_check_run(
+    tmp_path: Path, action_image: str
+) -> None:
+    with FakeGitHub() as fake:
+        job = Job(tmp_path, fake, DockerAction(action_image))
+        source, said = FAILING["a loop that never ends"]
+        base, head = unsolved({f"{TEMPLATES}/comment.md.j2": source}, {})
+        pull = job.open_pull(14, base=base, head=head)
+        step = grade(job, pull)
+        assert step.exit_code == 2, step.log
+        [line] = errors(step)
+        assert line.startswith("::error::template comment.md.j2: ") and said in line, line
+        assert the_check(job, pull)["conclusion"] == "failure"
+        assert_no_token(job, step)
+        assert fake.violations == []
 
 
 def test_an_error_nothing_else_catches_still_completes_the_check_run(process_job: Job) -> None:
