@@ -24,20 +24,20 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from repogym.graders.tests import OUTPUT_NOT_SHOWN
-from repogym.junit import Outcome
-from repogym.workspace import shown_path
-
 NOT_SHOWN = "not shown: hidden tests ran"
+# As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
+# that the renderer's process starts without the graders (repogym.render_process).
+OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
+PASSED = "passed"
 # The components whose text comes from the diff and the files, not from running them.
 RUN_NOTHING = frozenset({"constraints", "quality"})
 MAX_NAMED = 20  # public ids named per kind, as the tests grader names them
 # How a finding of the tests grader says what happened (repogym.graders._test_findings).
 _WHAT = {
-    Outcome.FAILED.value: "failed",
-    Outcome.ERROR.value: "errored",
-    Outcome.SKIPPED.value: "was skipped",
-    Outcome.MISSING.value: "is not in the report",
+    "failed": "failed",
+    "error": "errored",
+    "skipped": "was skipped",
+    "missing": "is not in the report",
 }
 _KINDS = ("fail_to_pass", "pass_to_pass")
 # The tests grader's own warnings: a fixed sentence and an exit code.
@@ -117,6 +117,8 @@ def _hidden(details: Mapping[str, Any]) -> set[str]:
 
 def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> list[str]:
     """The tests' messages made again from their outcomes: counts and public ids."""
+    from repogym.workspace import shown_path
+
     messages = component.get("messages")
     old = [m for m in messages if isinstance(m, str)] if isinstance(messages, list) else []
     if old and old[0].startswith("score 0: "):
@@ -127,7 +129,7 @@ def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> 
         outcomes = _outcomes(details, kind)
         if not outcomes:
             continue
-        bad = [i for i, o in outcomes.items() if o != Outcome.PASSED.value]
+        bad = [i for i, o in outcomes.items() if o != PASSED]
         if kind == "fail_to_pass":
             lines.append(f"{kind}: {len(outcomes) - len(bad)} of {len(outcomes)} passed")
         else:
@@ -157,6 +159,8 @@ def _command(details: Mapping[str, Any]) -> str:
 def _test_finding(finding: object, details: Mapping[str, Any]) -> object:
     """A finding of the tests grader: its place and the public id it is about, or, for
     the count of hidden tests, as it is (repogym writes it from numbers)."""
+    from repogym.workspace import shown_path
+
     if not isinstance(finding, Mapping):
         return finding
     title = finding.get("title")

@@ -88,6 +88,16 @@ def test_no_template_sees_the_runs_text(template: str) -> None:
     assert "hidden test's source" not in text and "RuntimeError" not in text
 
 
+def test_the_sentences_are_the_graders() -> None:
+    from repogym.graders import _test_findings, tests
+    from repogym.junit import Outcome
+    from repogym.published import _WHAT, OUTPUT_NOT_SHOWN, PASSED
+
+    assert OUTPUT_NOT_SHOWN == tests.OUTPUT_NOT_SHOWN
+    assert Outcome.PASSED.value == PASSED
+    assert {o.value: what for o, what in _test_findings._WHAT.items()} == _WHAT
+
+
 def test_a_report_without_hidden_tests_is_shown_as_it_is() -> None:
     report = json.loads((REPORTS / "fail.json").read_text())
     assert published(report) is report
