@@ -3,8 +3,13 @@
 The report is the only input: a report written on one machine renders the same on
 another, and what ``repogym grade --markdown`` prints is what the Action posts. The
 built-in templates live in the top-level ``templates/`` directory, shipped as the package
-``repogym._templates``; a ``template_dir`` holds templates that replace them by name
-(the others are still the built-in ones).
+``repogym._templates``; ``templates`` (name to source, as :mod:`repogym.template_files`
+reads a directory) replace them by name (the others are still the built-in ones). A
+template is loaded from those sources or the package, never from a path: no include
+follows a link or leaves them (issue 19).
+
+When hidden tests ran, a template sees the report as :func:`repogym.report.published`
+makes it: no text the run produced, only counts and the public ids (issue 19).
 
 Everything in a report may come from the submission (test names, messages, paths, output
 tails), so templates write every value through one of three filters (docs/report.md,
@@ -19,13 +24,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from repogym.errors import UsageError
+from repogym.published import published
 
 # GitHub's smallest limit among the texts the templates are for: a check run's summary
 # holds 65535 characters (a PR comment 65536, a job summary 1 MiB).
@@ -65,7 +70,7 @@ def render(
     report: Mapping[str, Any],
     template: str,
     *,
-    template_dir: Path | None = None,
+    templates: Mapping[str, str] | None = None,
     max_bytes: int = MAX_BYTES,
     links: Mapping[str, str] | None = None,
 ) -> str:
@@ -78,16 +83,19 @@ def render(
     ``head``); each must be a plain http(s) URL. Templates read them as ``links.NAME``,
     empty when not given.
 
-    Templates in ``template_dir`` replace the built-in ones of the same name. A report
+    ``templates`` (name to source) replace the built-in ones of the same name. A report
     of a grade that could not finish (an ``error`` key) renders too.
 
     Raises:
         UsageError: the template does not exist, does not parse, uses a value the
-            report does not have, or is longer than ``max_bytes`` even at the least
-            detail; one line naming the template and how to fix it.
+            report does not have, fails in any other way (a division by zero, endless
+            recursion, memory), or is longer than ``max_bytes`` even at the least
+            detail; one line naming the template and how to fix it. A template that
+            never ends is not stopped here: :func:`repogym.render_process.render_texts`
+            renders under a deadline.
     """
-    compiled = _template(template, template_dir)
-    context = with_defaults(report)
+    compiled = _template(template, templates)
+    context = with_defaults(published(report))
     pages = _links(links or {})
     size = 0
     for detail in DETAILS:
@@ -98,10 +106,15 @@ def render(
                 f"template {template}: {error.message}; the report has no such value "
                 "(docs/report.md lists them)"
             ) from None
+        except jinja2.TemplateNotFound as error:  # an include or import of a name not there
+            raise UsageError(
+                f"template {template}: {error.name} is neither in the template directory nor "
+                "a built-in template; name a template beside it"
+            ) from None
         except jinja2.TemplateError as error:
             raise UsageError(f"template {template}: {error}") from None
-        except (TypeError, ValueError) as error:  # a value of a type the template did not expect
-            raise UsageError(f"template {template}: {type(error).__name__}: {error}") from None
+        except Exception as error:  # a bug of the template's: a type it did not expect, 1 // 0
+            raise UsageError(f"template {template}: {_exception(error)}") from None
         size = len(text.encode("utf-8", "backslashreplace"))
         if size <= max_bytes:
             return text
@@ -250,30 +263,51 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _template(name: str, template_dir: Path | None) -> jinja2.Template:
-    if template_dir is not None and not template_dir.is_dir():
-        raise UsageError(f"template directory {template_dir}: not a directory; name one")
+def _exception(error: BaseException) -> str:
+    """``ZeroDivisionError: integer division or modulo by zero``, on one line."""
+    said = " ".join(str(error).split())
+    return f"{type(error).__name__}: {said[:200]}" if said else type(error).__name__
+
+
+def _template(name: str, templates: Mapping[str, str] | None) -> jinja2.Template:
     try:
-        return _environment(template_dir).get_template(name)
+        return _environment(tuple(sorted((templates or {}).items()))).get_template(name)
     except jinja2.TemplateNotFound:
-        where = f"{template_dir} nor among" if template_dir else "not among"
+        where = "neither in the template directory nor among" if templates else "not among"
         raise UsageError(
-            f"template {name}: {'neither in ' if template_dir else ''}{where} the built-in "
-            f"templates ({', '.join(TEMPLATES)})"
+            f"template {name}: {where} the built-in templates ({', '.join(TEMPLATES)})"
         ) from None
     except jinja2.TemplateSyntaxError as error:
         where = error.filename or error.name or name
         raise UsageError(f"{where}:{error.lineno}: {error.message}") from None
+    except Exception as error:  # a template that compiles to too much (deep nesting)
+        raise UsageError(f"template {name}: {_exception(error)}") from None
+
+
+class _Sources(jinja2.BaseLoader):
+    """Templates from their sources, by name: nothing is read from a path, so no name
+    follows a link or leaves the directory they were read from (issue 19)."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = dict(sources)
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Any]:
+        if template not in self.sources:
+            raise jinja2.TemplateNotFound(template)
+        return self.sources[template], template, lambda: True
+
+    def list_templates(self) -> list[str]:
+        return sorted(self.sources)
 
 
 @functools.lru_cache(maxsize=8)
-def _environment(template_dir: Path | None) -> jinja2.Environment:
+def _environment(templates: tuple[tuple[str, str], ...]) -> jinja2.Environment:
     builtin = jinja2.PackageLoader("repogym._templates", ".")
     loader: jinja2.BaseLoader = builtin
-    if template_dir is not None:
-        loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(template_dir), builtin])
-    # Sandboxed: a template directory may come from a repository, and a template must
-    # not reach Python's internals in the process that holds a GitHub token.
+    if templates:
+        loader = jinja2.ChoiceLoader([_Sources(dict(templates)), builtin])
+    # Sandboxed: a template must not reach Python's internals in the process that holds
+    # a GitHub token.
     env = ImmutableSandboxedEnvironment(
         loader=loader,
         undefined=jinja2.StrictUndefined,

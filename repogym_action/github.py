@@ -280,10 +280,13 @@ class GitHub:
             ),
         )
 
-    def cancel_checks(self, *, title: str, summary: str) -> tuple[int, list[str]]:
+    def cancel_checks(
+        self, *, title: str, summary: str, conclusion: str = "cancelled"
+    ) -> tuple[int, list[str]]:
         """Complete every check run this client started and has not completed as
-        ``cancelled``, with ``title`` and ``summary``: how many it completed, and a line
-        for each it could not.
+        ``cancelled`` (or ``conclusion``: ``failure`` after an error nothing else caught,
+        issue 19), with ``title`` and ``summary``: how many it completed, and a line for
+        each it could not.
 
         For a cancelled run, so bounded: a client of its own (the run's may be midway
         through a request), no retry, no wait, :data:`CANCEL_TIMEOUT` seconds a request.
@@ -305,7 +308,7 @@ class GitHub:
             repo = client.get_repo(self.repository)
             for opened in list(self._open):
                 try:
-                    run = self._cancel_one(repo, opened, title, summary)
+                    run = self._cancel_one(repo, opened, title, summary, conclusion)
                 except ApiError as error:
                     problems.append(error.lines[0])
                     continue
@@ -316,8 +319,10 @@ class GitHub:
         return done, problems
 
     @staticmethod
-    def _cancel_one(repo: Any, opened: _OpenCheck, title: str, summary: str) -> int:
-        """``opened`` completed as cancelled: 1, or 0 when it turns out never made."""
+    def _cancel_one(
+        repo: Any, opened: _OpenCheck, title: str, summary: str, conclusion: str
+    ) -> int:
+        """``opened`` completed as ``conclusion``: 1, or 0 when it turns out never made."""
         if opened.ref is not None:
             run = repo.get_check_run(opened.ref.id)  # lazy: no request
         else:
@@ -334,9 +339,9 @@ class GitHub:
         done = datetime.datetime.now(datetime.timezone.utc)
         output = {"title": title, "summary": summary}
         call_api(
-            "complete check run as cancelled",
+            f"complete check run as {conclusion}",
             lambda: run.edit(
-                status="completed", conclusion="cancelled", completed_at=done, output=output
+                status="completed", conclusion=conclusion, completed_at=done, output=output
             ),
         )
         return 1

@@ -8,15 +8,18 @@ import shutil
 import tempfile
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import repogym
+from repogym._git import git, tree_entry
 from repogym.errors import RepogymError, TaskError
 from repogym.report import ErrorKind, error_report, report_dict
+from repogym.template_files import TemplateFilesError, templates_at, templates_in
 from repogym.workspace import task_at
-from repogym_action.checkout import prepare
+from repogym_action.checkout import Checkout, prepare
 from repogym_action.commands import Commands
 from repogym_action.event import Target
 from repogym_action.log import LogProgress
@@ -31,6 +34,8 @@ class Graded:
     seconds: float  # the fetch and the grade, what the Action cannot make faster
     error: str | None = None  # one line, when there is no grade
     internal: bool = False  # the error is repogym's, not the user's
+    # The sources of the `template` input's directory, read before the grade (issue 19).
+    templates: Mapping[str, str] | None = None
 
     @property
     def passed(self) -> bool:
@@ -63,6 +68,7 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
             path=settings.task,
             fix="or name the task file with the `task` input",
         )
+        templates = read_templates(context, settings, checkout)
         grading = repogym.grade(
             checkout.tree,
             base=checkout.base_ref,
@@ -71,7 +77,7 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
             progress=progress,
         )
         report = report_dict(grading)
-        return Graded(report=report, seconds=time.monotonic() - started)
+        return Graded(report=report, seconds=time.monotonic() - started, templates=templates)
     except RepogymError as error:
         kind: ErrorKind = "task" if isinstance(error, TaskError) else "usage"
         message = str(error).replace("\n", "; ")
@@ -88,6 +94,62 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
     finally:
         progress.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def read_templates(
+    context: RunContext, settings: Settings, checkout: Checkout
+) -> dict[str, str] | None:
+    """The sources of the ``template`` input's directory, read as the task is: at the base
+    commit, through git (issue 19: the pull request's merge commit is the workspace, so a
+    template read there is the pull request's). A directory the base does not have may be
+    one a step before this one made in the workspace, if no commit of the pull request's
+    has anything at that path. Links are refused wherever the templates come from.
+
+    Raises:
+        TemplateFilesError: one line, starting with the input's name.
+    """
+    if settings.template is None:
+        return None
+    name = settings.template
+    try:
+        at_base = templates_at(checkout.tree, checkout.base, name, at=checkout.base_ref)
+        if at_base is not None:
+            return at_base
+        pulls = [c for c in (checkout.head, context.sha) if c and _has_commit(checkout.tree, c)]
+        if any(tree_entry(checkout.tree, commit, name) is not None for commit in pulls):
+            raise TemplateFilesError(
+                f"{name!r} is not a directory at the base ({checkout.base_ref}) and the pull "
+                "request's commits have it: a pull request cannot change the templates its "
+                "verdict is written by; commit the templates on the base branch"
+            )
+        if not (context.workspace / name).is_dir():
+            raise TemplateFilesError(
+                f"{name!r} is not a directory at the base ({checkout.base_ref}), nor one that "
+                f"a step before this one made in the workspace {context.workspace}; commit "
+                "the templates on the base branch"
+            )
+        return templates_in(context.workspace / name, shown=name)
+    except TemplateFilesError as error:
+        raise TemplateFilesError(f"input `template`: {error.lines[0]}") from None
+
+
+def workspace_templates(context: RunContext, settings: Settings) -> dict[str, str] | None:
+    """The ``template`` input's directory in the workspace, for publish mode: a
+    ``workflow_run`` job, whose checkout is the default branch's, not a pull request's."""
+    if settings.template is None:
+        return None
+    try:
+        return templates_in(context.workspace / settings.template, shown=settings.template)
+    except TemplateFilesError as error:
+        raise TemplateFilesError(f"input `template`: {error.lines[0]}") from None
+
+
+def _has_commit(repo: Path, sha: str) -> bool:
+    try:
+        git(["cat-file", "-e", f"{sha}^{{commit}}"], repo)
+    except RepogymError:
+        return False
+    return True
 
 
 def _temp(context: RunContext) -> Path:

@@ -108,13 +108,39 @@ def run(env: Mapping[str, str], out: Commands) -> int:
         budget=WaitBudget(log=out.line),
     )
     try:
-        return _graded(context, settings, github, out, started)
-    except RepogymError as error:
-        return _failed(out, error)
+        try:
+            return _graded(context, settings, github, out, started)
+        except RepogymError as error:
+            _complete_open_checks(github, out, error.lines[0])
+            return _failed(out, error)
+        except Exception as error:  # a bug of ours: one line, the traceback folded
+            with out.group("repogym-action: traceback"):
+                out.untrusted(traceback.format_exc())
+            line = f"repogym-action failed: {type(error).__name__}: {error}"
+            out.error(line)
+            _complete_open_checks(github, out, line)
+            return EXIT_INTERNAL
     except Interrupted as interrupt:  # the job was cancelled: a signal (main())
         return _cancelled(out, interrupt, github)
     finally:
         github.close()
+
+
+def _complete_open_checks(github: GitHub, out: Commands, line: str) -> None:
+    """Whatever escaped, a check run this run opened is not left in progress (issue 19):
+    completed as ``failure`` with the error, by one request that waits for nothing."""
+    from repogym.render import md
+
+    done, problems = github.cancel_checks(
+        title="repogym: error",
+        summary=f"repogym-action stopped before it finished: {md(line, 1000)}. The log of "
+        "the workflow run says more.",
+        conclusion="failure",
+    )
+    if problems:
+        out.warning(f"the check run could not be completed: {problems[0]}")
+    elif done:
+        out.line("the check run is completed as failure")
 
 
 def _cancelled(out: Commands, interrupt: KeyboardInterrupt, github: GitHub | None) -> int:

@@ -131,9 +131,11 @@ INPUTS: Mapping[str, Input] = _inputs(
     Input(
         name="template",
         default="",
-        description="Directory of templates, relative to the workspace, that replace the "
-        "built-in ones of the same name (`comment.md.j2`, `check_summary.md.j2`, "
-        "`check_text.md.j2`, `job_summary.md.j2`).",
+        description="Directory of templates that replace the built-in ones of the same name "
+        "(`comment.md.j2`, `check_summary.md.j2`, `check_text.md.j2`, `job_summary.md.j2`): "
+        "a directory of the repository, read at the base commit as the task is, or one an "
+        "earlier step made in the workspace that no commit of the pull request has. Symbolic "
+        "links in it are refused.",
     ),
     Input(
         name="report",

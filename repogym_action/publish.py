@@ -19,13 +19,16 @@ it, so the verdict is posted, said against the base commit it graded.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from repogym._links import LinkInTree
 from repogym.errors import RepogymError
 from repogym.models import format_score
-from repogym.render import render
+from repogym.published import published
+from repogym.render import md
+from repogym.render_process import render_texts
 from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
@@ -106,16 +109,26 @@ class Publication:
 
 
 def publish(publication: Publication, graded: Graded, out: Commands) -> None:
-    """Everything this run leaves; raises the first :class:`RepogymError` of them."""
+    """Everything this run leaves; raises the first :class:`RepogymError` of them.
+
+    When hidden tests ran, all of it is the report as :func:`published` makes it (issue 19):
+    no text the run produced, counts and the public ids only."""
     p = publication
+    graded = Graded(
+        report=dict(published(graded.report)),
+        seconds=graded.seconds,
+        error=graded.error,
+        internal=graded.internal,
+        templates=graded.templates,
+    )
     report = graded.report
     links = {**_links(p), **_commit_links(p, report)}
-    texts = _render(p, report, links, out)
-    if texts is None:  # the user's templates failed: publish that, with the built-in ones
-        report = error_report("usage", p.problems[-1].lines[0], **_known(report))
-        graded = Graded(report=report, seconds=graded.seconds, error=p.problems[-1].lines[0])
-        texts = _render(p, report, links, out, builtin=True)
-        assert texts is not None
+    texts = _render(p, report, links, graded.templates)
+    if texts is None:  # the templates failed: publish that, with the built-in ones
+        line = p.problems[-1].lines[0]
+        report = error_report("usage", line, **_known(report))
+        graded = Graded(report=report, seconds=graded.seconds, error=line)
+        texts = _render(p, report, links, None) or _plain(p, report)
     _step(p, "report", lambda: _write_report(p, report))
     _step(p, "outputs", lambda: _write_outputs(p, graded))
     _step(p, "job summary", lambda: append_summary(p.context.summary_path, texts["job_summary"]))
@@ -132,11 +145,11 @@ def _render(
     p: Publication,
     report: dict[str, Any],
     links: dict[str, str],
-    out: Commands,
-    *,
-    builtin: bool = False,
+    templates: Mapping[str, str] | None,
 ) -> dict[str, str] | None:
-    template_dir = None if builtin else p.settings.template
+    """The four texts, or None (the failure in ``p.problems``). The templates of the
+    ``template`` input render in a child process under a deadline; whatever they do is
+    one line (issue 19)."""
     marker, _ = comment_marker(p.settings.check_name, p.run_key)
     limits = {
         "comment": ("comment.md.j2", COMMENT_LIMIT - len(marker.encode()) - 1),
@@ -145,14 +158,25 @@ def _render(
         "job_summary": ("job_summary.md.j2", JOB_SUMMARY_LIMIT),
     }
     try:
-        texts = {
-            key: render(report, name, template_dir=template_dir, max_bytes=limit, links=links)
-            for key, (name, limit) in limits.items()
-        }
+        texts = render_texts(report, limits, templates=templates, links=links)
     except RepogymError as error:
         p.problems.append(error)
         return None
+    except Exception as error:  # a bug of ours in rendering: still publish, with less
+        p.problems.append(RepogymError(f"rendering failed: {type(error).__name__}: {error}"))
+        return None
     texts["comment"] = f"{marker}\n{texts['comment']}"
+    return texts
+
+
+def _plain(p: Publication, report: dict[str, Any]) -> dict[str, str]:
+    """What is posted when even the built-in templates failed: the error, on one line."""
+    error = report.get("error") or {}
+    line = one_line(str(error.get("message") or "rendering failed"), 1000)
+    text = f"### ⚠️ repogym could not grade this change\n\n{md(line)}\n"
+    texts = dict.fromkeys(("comment", "check_summary", "check_text", "job_summary"), text)
+    marker, _ = comment_marker(p.settings.check_name, p.run_key)
+    texts["comment"] = f"{marker}\n{text}"
     return texts
 
 

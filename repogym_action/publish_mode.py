@@ -29,7 +29,7 @@ from repogym.report import REPORT_VERSION
 from repogym_action.commands import Commands
 from repogym_action.event import EventError, PullRequest, Target, load_payload
 from repogym_action.github import GitHub
-from repogym_action.grade import Graded
+from repogym_action.grade import Graded, workspace_templates
 from repogym_action.publish import Publication, publish
 from repogym_action.report_schema import problems, shown
 from repogym_action.settings import RunContext, Settings
@@ -65,7 +65,8 @@ def publish_uploaded(
     pull = _pull_of(report, pulls, settings.report)
     _refuse_workflow_changes(github, pull)
     error = report["error"]["message"] if isinstance(report.get("error"), dict) else None
-    graded = Graded(report=report, seconds=0.0, error=error)
+    templates = workspace_templates(context, settings)  # the default branch's checkout
+    graded = Graded(report=report, seconds=0.0, error=error, templates=templates)
     target = Target(
         event="workflow_run",
         pull=pull,

@@ -66,7 +66,8 @@ class Settings:
     check_name: str
     fail: bool
     hidden_tests: Path | None
-    template: Path | None
+    # A directory of the repository, read at the base (repogym_action.grade.read_templates).
+    template: str | None
     report: Path | None
     pull_request: int | None
     mode: str = "grade"  # or "publish": post a report a grading run uploaded
@@ -157,6 +158,29 @@ class _Reader:
                 "relative to its top, e.g. .repogym.yml",
             )
         return value
+
+    def template(self) -> str | None:
+        """A directory of the repository, read at the base commit once it is fetched
+        (issue 19), so only its spelling is checked here; in publish mode, a directory
+        of the workspace, which must be there."""
+        value = self.one_line("template", required=False)
+        if not value or "template" in self.failed:
+            return None
+        path = Path(value)
+        if path.is_absolute() or ".." in path.parts:
+            self.bad(
+                "template",
+                f"{_show(value)} is not a directory inside the repository; give one relative "
+                f"to its top, e.g. {_EXAMPLE_DIRECTORY['template']}",
+            )
+            return None
+        if self.raw("mode") == "publish" and not (self.workspace / value).is_dir():
+            self.bad(
+                "template",
+                f"{_show(value)} is not a directory (relative to the workspace "
+                f"{self.workspace}); check the templates out in a step before this one",
+            )
+        return path.as_posix()
 
     def base(self) -> str | None:
         value = self.raw("base")
@@ -251,7 +275,7 @@ def parse_settings(env: Mapping[str, str], *, workspace: Path) -> Settings:
         check_name=read.one_line("check-name", required=True, max_length=CHECK_NAME_MAX),
         fail=read.boolean("fail"),
         hidden_tests=read.directory("hidden-tests"),
-        template=read.directory("template"),
+        template=read.template(),
         report=read.report(),
         pull_request=read.pull_request(),
         mode=read.choice("mode"),

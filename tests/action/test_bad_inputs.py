@@ -438,7 +438,7 @@ BAD_VALUES: dict[str, list[InputCase]] = {
     ],
     "template": [
         InputCase("no/such/dir", ("input `template`", "is not a directory")),
-        InputCase("/usr", ("input `template`: '/usr' is not a directory inside the workspace",)),
+        InputCase("/usr", ("input `template`: '/usr' is not a directory inside the repository",)),
         InputCase("tpl", ("comment.md.j2",), artifact=TEMPLATE_BROKEN),
         InputCase("tpl", ("comment.md.j2",), artifact=TEMPLATE_FAILING),
     ],

@@ -1,0 +1,192 @@
+"""What of a report may be shown where others read it, when hidden tests ran (issue 19).
+
+Hidden tests are copied into each test run's copy of the submission, so the submission's
+code can read them there, and anything it makes the run print or raise can carry them: a
+public test failing with an exception whose message is a hidden test's source put that
+source in the first line of the test's message, which the comment showed. So when hidden
+tests ran, :func:`published` keeps no text the run produced: the tests' messages are made
+again from their outcomes (how many passed, the public ids that did not, how many hidden
+ones did not), their findings keep their place and the public id only, and the messages
+and findings of every other component that runs the submission's code (``perf``, custom
+graders) are counted, not shown. ``constraints`` and ``quality`` run nothing of the
+submission's (they read its diff and its files) and are shown as they are.
+
+Rendering applies it (:func:`repogym.render.render`), and the Action to everything it
+publishes: the comment, the check run and its annotations, the job summary and the report
+file (which the fork workflow uploads as an artifact). A report in which no hidden test
+ran is returned as it is. The input is not trusted to have the right shape: what is not
+of it is left for the renderer's checks to name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+NOT_SHOWN = "not shown: hidden tests ran"
+# As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
+# that the renderer's process starts without the graders (repogym.render_process).
+OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
+PASSED = "passed"
+# The components whose text comes from the diff and the files, not from running them.
+RUN_NOTHING = frozenset({"constraints", "quality"})
+MAX_NAMED = 20  # public ids named per kind, as the tests grader names them
+# How a finding of the tests grader says what happened (repogym.graders._test_findings).
+_WHAT = {
+    "failed": "failed",
+    "error": "errored",
+    "skipped": "was skipped",
+    "missing": "is not in the report",
+}
+_KINDS = ("fail_to_pass", "pass_to_pass")
+# The tests grader's own warnings: a fixed sentence and an exit code.
+_WARNING = re.compile(
+    r"warning: the test command exited with code -?\d+ although (every test in the report "
+    r"passed|the report has failures)"
+)
+
+
+def hidden_ran(report: Mapping[str, Any]) -> bool:
+    """Whether hidden tests ran in the grade ``report`` is of: the task had them
+    (``task.hidden_tests``), or a component's ``details.hidden`` names some."""
+    task = report.get("task")
+    if isinstance(task, Mapping) and task.get("hidden_tests"):
+        return True
+    return any(bool(_details(c).get("hidden")) for c in _components(report))
+
+
+def published(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``report`` as it may be shown: itself when no hidden test ran, else a copy without
+    any text the run produced (see the module's docstring)."""
+    if not hidden_ran(report) or not isinstance(report.get("components"), list):
+        return report
+    components = [_component(c) if isinstance(c, Mapping) else c for c in report["components"]]
+    return {**report, "components": components}
+
+
+def _components(report: Mapping[str, Any]) -> list[Any]:
+    components = report.get("components")
+    return components if isinstance(components, list) else []
+
+
+def _details(component: object) -> Mapping[str, Any]:
+    if not isinstance(component, Mapping):
+        return {}
+    details = component.get("details")
+    return details if isinstance(details, Mapping) else {}
+
+
+def _component(component: Mapping[str, Any]) -> dict[str, Any]:
+    name = component.get("name")
+    shown = dict(component)
+    if name in RUN_NOTHING:
+        return shown
+    details = dict(_details(component))
+    command = details.get("command")
+    if isinstance(command, Mapping) and "output_tail" in command:
+        details["command"] = {**command, "output_tail": OUTPUT_NOT_SHOWN}
+    shown["details"] = details
+    messages = component.get("messages")
+    findings = component.get("findings")
+    if name == "tests":
+        shown["messages"] = _test_messages(component, details)
+        if isinstance(findings, list):
+            shown["findings"] = [_test_finding(f, details) for f in findings]
+        return shown
+    if isinstance(messages, list) and messages:
+        n = len(messages)
+        counted = f"{n} message{'s' if n != 1 else ''} {NOT_SHOWN}"
+        shown["messages"] = [*_numbers(name, details), counted]
+    if isinstance(findings, list):
+        shown["findings"] = [_finding_not_shown(f) for f in findings]
+    return shown
+
+
+def _outcomes(details: Mapping[str, Any], kind: str) -> dict[str, str]:
+    outcomes = details.get(kind)
+    if not isinstance(outcomes, Mapping):
+        return {}
+    return {str(i): str(o) for i, o in outcomes.items()}
+
+
+def _hidden(details: Mapping[str, Any]) -> set[str]:
+    hidden = details.get("hidden")
+    return {str(i) for i in hidden} if isinstance(hidden, list) else set()
+
+
+def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> list[str]:
+    """The tests' messages made again from their outcomes: counts and public ids."""
+    from repogym.workspace import shown_path
+
+    messages = component.get("messages")
+    old = [m for m in messages if isinstance(m, str)] if isinstance(messages, list) else []
+    if old and old[0].startswith("score 0: "):
+        return [f"score 0: no test could be counted{_command(details)}; the reason is {NOT_SHOWN}"]
+    lines = []
+    hidden = _hidden(details)
+    for kind in _KINDS:
+        outcomes = _outcomes(details, kind)
+        if not outcomes:
+            continue
+        bad = [i for i, o in outcomes.items() if o != PASSED]
+        if kind == "fail_to_pass":
+            lines.append(f"{kind}: {len(outcomes) - len(bad)} of {len(outcomes)} passed")
+        else:
+            lines.append(f"{kind}: {len(bad)} of {len(outcomes)} broken")
+        public = [i for i in bad if i not in hidden]
+        lines += [f"{kind} {outcomes[i]}: {shown_path(i)}" for i in public[:MAX_NAMED]]
+        if len(public) > MAX_NAMED:
+            lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
+        if len(bad) > len(public):
+            n = len(bad) - len(public)
+            lines.append(f"{kind}: {n} hidden test{'s' if n != 1 else ''} not passing")
+    return lines + [m for m in old if _WARNING.fullmatch(m)]
+
+
+def _command(details: Mapping[str, Any]) -> str:
+    command = details.get("command")
+    if not isinstance(command, Mapping):
+        return ""
+    if command.get("timed_out") is True:
+        return " (the command timed out)"
+    code = command.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        return f" (the command exited with code {code})"
+    return ""
+
+
+def _test_finding(finding: object, details: Mapping[str, Any]) -> object:
+    """A finding of the tests grader: its place and the public id it is about, or, for
+    the count of hidden tests, as it is (repogym writes it from numbers)."""
+    from repogym.workspace import shown_path
+
+    if not isinstance(finding, Mapping):
+        return finding
+    title = finding.get("title")
+    message = finding.get("message")
+    if title == "hidden" and finding.get("path") is None:
+        return dict(finding)
+    if title in _KINDS and isinstance(message, str):
+        hidden = _hidden(details)
+        for test_id, outcome in _outcomes(details, str(title)).items():
+            if test_id in hidden or outcome not in _WHAT:
+                continue
+            said = f"{shown_path(test_id)} {_WHAT[outcome]}"
+            if message == said or message.startswith(said + ": "):
+                return {**finding, "message": said}
+    return _finding_not_shown(finding)
+
+
+def _finding_not_shown(finding: object) -> object:
+    if not isinstance(finding, Mapping):
+        return finding
+    return {**finding, "message": NOT_SHOWN}
+
+
+def _numbers(name: object, details: Mapping[str, Any]) -> list[str]:
+    """What of a component's messages is numbers only: perf's speed-up."""
+    speedup = details.get("speedup")
+    if name != "perf" or isinstance(speedup, bool) or not isinstance(speedup, int | float):
+        return []
+    return [f"speed-up {speedup:.2f}×"]
