@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import resource
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,9 @@ from typing import Any
 import pytest
 
 from repogym_action.metadata import INPUTS, OUTPUTS
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Files, Pull, git
 from tests.action.job import Job, Step
-from tests.action.runners import Layout, Process
+from tests.action.runners import Layout
 
 TASK = """\
 version: 1
@@ -59,13 +58,6 @@ BASE: dict[str, str | bytes | None] = {
 FIX: dict[str, str | bytes | None] = {
     "src/calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 }
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, Process())
-        assert fake.violations == []
 
 
 def payload(job: Job, pull: Pull) -> dict[str, Any]:

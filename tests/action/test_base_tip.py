@@ -5,28 +5,19 @@ graded after ``main`` made the test strict. The diff stays against the merge bas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull
 from tests.action.job import Job
-from tests.action.runners import DockerAction, Process, Runner
 from tests.action.test_end_to_end import assert_published, example
 from tests.security._payloads import FIXED_CORE
 from tests.security.test_base_tip import LENIENT_TEST, SHIPPED_TEST, SLOPPY_CORE, UP_TO_DATE
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 def open_from(job: Job, number: int, branch: str, fork_point: str, core: str) -> None:

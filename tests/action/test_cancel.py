@@ -18,7 +18,6 @@ import signal
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,19 +26,12 @@ from repogym_action.github import GitHub, _OpenCheck
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Layout, Process, Runner
+from tests.action.runners import DockerAction, Layout, Runner
 from tests.waiting import ready_to_read
 
 MARKER = '<!-- repogym-action:comment check="repogym" '
 # Only a backstop against a hang: a test waits on an event, never on a clock.
 BASE_TEST = "def test_a():\n    assert False\n"
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, Process())
-        assert fake.violations == []
 
 
 def task(mark: str, fifo: str) -> str:

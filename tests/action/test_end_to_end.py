@@ -6,31 +6,21 @@ OpenAPI description) by the fake API."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from repogym._demo import EXAMPLES
 from repogym_action.metadata import OUTPUTS
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Process, Runner
 
 MARKER = '<!-- repogym-action:comment check="repogym" '
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    """Each scenario twice: the program as a process, and the image as the runner starts
-    a container action (tests/action/runners.py); both must give the same results."""
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 def example(name: str) -> tuple[dict[str, str | bytes | None], dict[str, str | bytes | None]]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from repogym._demo import EXAMPLES
 from repogym_action.retry import MAX_WAIT
-from tests.action.fake_github import FakeGitHub, Fault
+from tests.action.fake_github import Fault
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
 from tests.terminal import write_table
@@ -23,13 +22,6 @@ COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
 PULL = "/repos/{owner}/{repo}/pulls/{pull_number}"
 INTEGRATION = (403, {}, {"message": "Resource not accessible by integration"})
 BAD_GATEWAY = (502, {}, {"message": "Bad Gateway"})
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake)
-        assert fake.violations == []
 
 
 def graded(job: Job, number: int = 7) -> tuple[Pull, Step]:

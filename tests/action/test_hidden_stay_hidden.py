@@ -12,14 +12,11 @@ public ids.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.action.fake_github import FakeGitHub
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Layout, Process, Runner
+from tests.action.runners import Layout
 
 CANARY = "CANARY-of-the-hidden-test"
 TASK = """\
@@ -55,14 +52,10 @@ LEAKING = (
 )
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 def hidden_tests_checked_out(layout: Layout) -> None:

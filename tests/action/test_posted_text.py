@@ -14,31 +14,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from repogym._demo import EXAMPLES
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Process, Runner
 from tests.action.test_publish_mode import opened_fork, publish, well_formed
 from tests.test_render import LINKED, Shown, github_html
 
 LATIN1 = "src/slugify/caf\udce9.py"  # the bytes caf\xe9.py, as os.fsdecode gives them
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 def lone_surrogates(value: Any, where: str = "") -> list[str]:

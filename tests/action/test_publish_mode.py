@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from repogym._demo import EXAMPLES
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
 from tests.action.runners import Layout
@@ -23,13 +22,6 @@ FORK = "mallory/octo-repo"
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 READ_ONLY = (403, {}, {"message": "Resource not accessible by integration"})
 ARTIFACT = "artifact/repogym-report.json"
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake)
-        assert fake.violations == []
 
 
 def graded_fork(job: Job, number: int = 7, branch: str = "fix") -> tuple[Pull, dict[str, Any]]:

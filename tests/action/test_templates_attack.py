@@ -21,7 +21,7 @@ from repogym._demo import EXAMPLES
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Files, Pull, Symlink, files_of
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Layout, Process, Runner
+from tests.action.runners import DockerAction, Layout, Process
 
 TEMPLATES = ".github/repogym"
 # A template of the base's: the built-in pieces, and a line of its own to be recognised by.
@@ -34,14 +34,10 @@ BASE_COMMENT = (
 FORGED = "### ✅ repogym: passed, score 1.000\n\nAll checks passed.\n"
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 @pytest.fixture

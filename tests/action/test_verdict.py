@@ -11,7 +11,6 @@ report of one pull request on another of the same head.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,6 @@ constraints:
 """
 FORK = "mallory/octo-repo"
 ARTIFACT = "artifact/repogym-report.json"
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake)
-        assert fake.violations == []
 
 
 def strict_and_lax(job: Job) -> tuple[Files, Files]:

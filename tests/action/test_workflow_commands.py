@@ -12,18 +12,12 @@ stop-commands around what the submission printed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from repogym._demo import EXAMPLES
 from repogym_action.commands import inert
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.action.runners import DockerAction, Process, Runner
 from tests.action.test_commands import commands_run
 from tests.action.test_publish_mode import FORK, opened_fork, publish, well_formed
 
@@ -59,13 +53,6 @@ def assert_only_our_commands(job: Job, step: Step, *, shown: bool = True) -> lis
     assert ("PWNED" in step.log) is shown  # shown, only inert; or kept out
     assert step.outputs.get("passed") != "true" or step.exit_code == 0
     return [(name, data) for (name, _, data), _ in done if name in {"error", "warning", "notice"}]
-
-
-@pytest.fixture
-def job(tmp_path: Path) -> Iterator[Job]:
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake)
-        assert fake.violations == []
 
 
 def forged(pull: Any) -> dict[str, Any]:
@@ -123,17 +110,6 @@ def test_hostile(payload):
     sys.__stdout__.write(payload + "\\n")
     assert False, payload
 """
-
-
-@pytest.fixture(params=["process", "container"])
-def any_job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    """Both ways the runner may run the Action (tests/action/runners.py)."""
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
 
 
 def test_a_submission_that_prints_commands_and_names_its_tests_after_them(any_job: Job) -> None:

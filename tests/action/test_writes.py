@@ -10,26 +10,20 @@ layouts, so that a write that followed the link is seen from the host.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Symlink
 from tests.action.job import Job
-from tests.action.runners import DockerAction, Process, Runner
+from tests.action.runners import DockerAction
 from tests.action.test_end_to_end import example
 
 
-@pytest.fixture(params=["process", "container"])
-def job(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Job]:
-    runner: Runner = Process()
-    if request.param == "container":
-        runner = DockerAction(request.getfixturevalue("action_image"))
-    with FakeGitHub() as fake:
-        yield Job(tmp_path, fake, runner)
-        assert fake.violations == []
+@pytest.fixture
+def job(any_job: Job) -> Job:
+    """Each case both ways the runner may run the Action (tests/action/conftest.py)."""
+    return any_job
 
 
 def next_home(job: Job) -> tuple[str, Path]:
