@@ -259,7 +259,7 @@ def place(
     reads them, and a link would carry whatever it names there (issue 19). A link or a
     file that is not regular raises :class:`LinkInTree`; nothing is written then.
     """
-    given = None if from_tree is None else _open_regular(from_tree, relative)
+    given = None if from_tree is None else open_regular(from_tree, relative)
     try:
         parent, name = open_way(tree, relative)
     except BaseException:
@@ -296,7 +296,7 @@ def place(
             os.close(given)
 
 
-def _open_regular(tree: Path, relative: str) -> int:
+def open_regular(tree: Path, relative: str) -> int:
     """A descriptor for reading the regular file ``relative`` of ``tree``, opened without
     following a symlink (``O_NONBLOCK``: a FIFO must not hang the open)."""
     parent, name = open_way(tree, relative, make=False)
