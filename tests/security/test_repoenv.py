@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.security import _payloads as p
-from tests.security._harness import Case
+from tests.security._harness import BUGFIX_TASK, Case
 from tests.security.test_poisoning import POISON_MODULE
 
 DRIVER = Path(__file__).with_name("_env_driver.py")
@@ -206,4 +206,37 @@ def test_a_file_action_does_not_follow_what_a_command_planted(
     assert sorted(p.name for p in case.sentinel.iterdir()) == ["keep.txt"]
     assert (case.sentinel / "keep.txt").read_text() == "the grader's own file\n"
     assert len(steps[0]) == 3 and isinstance(steps[0][2][1], float), steps[0][2]
+    assert not problems, "\n".join(problems)
+
+
+# Dependency directories (node_modules, .venv) that the agent's tree holds and git ignores
+# are linked into the run's copy by the grader (root): what the agent leaves in their
+# place or on their way must not carry the link out of the copy (issue 19).
+def test_a_dependency_link_is_not_made_through_what_the_agent_left(case: Case) -> None:
+    """The base keeps `vendor -> <a directory outside>` (restored in every run by
+    `tests.restore`); the agent makes `vendor` a directory holding an ignored
+    `lib/node_modules`, and makes `node_modules` and `.venv` links out of the tree. In
+    the copy `vendor` is the base's link again: linking `vendor/lib/node_modules` there
+    wrote a link into the directory outside. The grade goes on as usual."""
+    (case.sentinel / "lib").mkdir()
+    case.repo.root.mkdir(parents=True, exist_ok=True)
+    (case.repo.root / "vendor").symlink_to(case.sentinel, target_is_directory=True)
+    task = BUGFIX_TASK.replace("  timeout: 120\n", "  timeout: 120\n  restore: [vendor]\n")
+    case.base(task=task)
+    plant = " && ".join(
+        [
+            "rm vendor",
+            "mkdir -p vendor/lib/node_modules/dep",
+            "echo 'module.exports = 1' > vendor/lib/node_modules/dep/index.js",
+            "printf 'node_modules/\\n.venv\\n' >> .gitignore",
+            f"ln -s {case.sentinel} node_modules",
+            f"ln -s {case.sentinel} .venv",
+        ]
+    )
+    steps, problems = run_episodes(case, [[["run", plant], ["submit"]]])
+    assert steps[0][0][2] is None, steps[0][0]
+    output, reward, error = steps[0][1]
+    assert error is None and reward == 0.0 and "FAIL" in str(output), steps[0][1]
+    assert sorted(p.name for p in case.sentinel.iterdir()) == ["keep.txt", "lib"]
+    assert list((case.sentinel / "lib").iterdir()) == []
     assert not problems, "\n".join(problems)
