@@ -245,32 +245,44 @@ def place(
     relative: str,
     *,
     data: bytes | None = None,
-    source: Path | None = None,
+    from_tree: Path | None = None,
     link: str | None = None,
     mode: int = 0o644,
 ) -> None:
     """Write ``relative`` into ``tree`` (a copy of ours) through :func:`open_way`, in
-    place of whatever is there: the bytes ``data``, a copy of the file ``source`` (a
-    symlink copied as a symlink; content streamed, mode kept), or a symlink to ``link``."""
-    parent, name = open_way(tree, relative)
+    place of whatever is there: the bytes ``data``, a copy of the regular file at
+    ``relative`` in the directory ``from_tree`` (content streamed, mode and times kept),
+    or a symlink to ``link``.
+
+    The file of ``from_tree`` is opened without following a symlink, on its way or at
+    its end: root copies hidden tests so, into the copy where the submission's code
+    reads them, and a link would carry whatever it names there (issue 19). A link or a
+    file that is not regular raises :class:`LinkInTree`; nothing is written then.
+    """
+    given = None if from_tree is None else open_regular(from_tree, relative)
+    try:
+        parent, name = open_way(tree, relative)
+    except BaseException:
+        if given is not None:
+            os.close(given)
+        raise
     try:
         remove_at(parent, name)
-        if source is not None and source.is_symlink():
-            link = str(source.readlink())
         if link is not None:
             os.symlink(link, name, dir_fd=parent)
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        if source is None:
+        if given is None:
             fd = os.open(name, flags, mode, dir_fd=parent)
             with os.fdopen(fd, "wb") as out:
                 out.write(data or b"")
             return
-        with source.open("rb") as given:
-            status = os.fstat(given.fileno())
+        with os.fdopen(given, "rb") as source:
+            given = None  # closed with ``source``
+            status = os.fstat(source.fileno())
             fd = os.open(name, flags, stat.S_IMODE(status.st_mode), dir_fd=parent)
             with os.fdopen(fd, "wb") as out:
-                shutil.copyfileobj(given, out, 1 << 20)
+                shutil.copyfileobj(source, out, 1 << 20)
                 os.fchmod(out.fileno(), stat.S_IMODE(status.st_mode))
         os.utime(
             name,
@@ -280,3 +292,25 @@ def place(
         )
     finally:
         os.close(parent)
+        if given is not None:
+            os.close(given)
+
+
+def open_regular(tree: Path, relative: str) -> int:
+    """A descriptor for reading the regular file ``relative`` of ``tree``, opened without
+    following a symlink (``O_NONBLOCK``: a FIFO must not hang the open)."""
+    parent, name = open_way(tree, relative, make=False)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise LinkInTree(f"{relative} in {tree} is a symlink") from None
+            raise
+    finally:
+        os.close(parent)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LinkInTree(f"{relative} in {tree} is not a regular file")
+    os.set_blocking(fd, True)
+    return fd

@@ -8,8 +8,11 @@ patches that do not apply are error observations; stepping out of order raises
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
 import shutil
+import stat
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping
@@ -18,10 +21,12 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from repogym import _git
+from repogym._links import LinkInTree, open_regular
 from repogym._words import counted
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
+from repogym.report import write_atomic
 from repogym.runner import CommandResult, Runner, check_timeout
 from repogym.task import Task
 from repogym.workspace import Workspace, clone_at, task_for
@@ -248,17 +253,33 @@ class RepoEnv:
                     self.runner.lock(root)
 
     def _file_action(self, action: ReadFile | WriteFile) -> _Outcome:
+        """Read or write a file of the agent's tree, from the grader's process (root,
+        where the commands run as a sandbox user). Its earlier commands may have left a
+        symlink or a FIFO anywhere in the tree: the path is resolved in the tree (a link
+        out of it refused), and the file then read or written through directories opened
+        one at a time without following a link, a new file renamed into place, so that
+        nothing outside the tree is read or written and no open blocks (issue 19)."""
         verb = "read" if isinstance(action, ReadFile) else "write"
+        root = self.workspace.root
         try:
             target = self._target(action.path)
             if isinstance(action, ReadFile):
-                return _observation(target.read_bytes().decode("utf-8", "replace")), 0.0, {}
+                if target.is_dir():
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+                relative = target.relative_to(root).as_posix()
+                with os.fdopen(open_regular(root, relative), "rb") as file:
+                    text = file.read().decode("utf-8", "replace")
+                return _observation(text), 0.0, {}
             data = action.content.encode() if isinstance(action.content, str) else action.content
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            write_atomic(target, data, tree=root)
             return _observation(f"wrote {counted(len(data), 'byte')} to {action.path}"), 0.0, {}
         except WorkspaceError as error:
             return _observation(error=str(error)), 0.0, {}
+        except LinkInTree as error:
+            # A file on the way (`a/b` with `a` a file), or what changed since the path was
+            # resolved (no command of the agent's runs meanwhile).
+            why = error.problem if verb == "read" else "a symlink or a file is on its way"
+            return _observation(error=f"{action.path}: cannot {verb}: {why}"), 0.0, {}
         except OSError as error:
             return _observation(error=f"{action.path}: cannot {verb}: {error.strerror}"), 0.0, {}
 
@@ -301,6 +322,15 @@ class RepoEnv:
         git_dir = self.workspace.root / ".git"
         if target == git_dir or git_dir in target.parents:
             raise WorkspaceError(f"{path}: inside .git, which is not part of the submission")
+        try:
+            mode = target.lstat().st_mode
+        except OSError:
+            return target  # missing: written new, or an error when read
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            # A FIFO a command made would block the open for good (issue 19).
+            raise WorkspaceError(
+                f"{path}: not a regular file (a FIFO or a socket); remove it or use another path"
+            )
         return target
 
     def _discard(self) -> None:

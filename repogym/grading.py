@@ -19,7 +19,7 @@ from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
 from repogym.progress import Progress
 from repogym.task import Task
-from repogym.workspace import Workspace, task_for
+from repogym.workspace import Workspace, files_under, task_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,4 +161,6 @@ def _hidden_dir(hidden: str | os.PathLike[str] | None) -> Path | None:
             f"hidden tests {str(path)!r} {what}; pass the directory that holds them "
             "at the paths they take in the repository"
         )
-    return path.resolve()
+    resolved = path.resolve()
+    files_under(resolved)  # a link or a FIFO among them is refused before grading starts
+    return resolved

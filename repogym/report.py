@@ -75,7 +75,7 @@ def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     }
 
 
-def write_atomic(path: Path, text: str, *, tree: Path | None = None) -> None:
+def write_atomic(path: Path, text: str | bytes, *, tree: Path | None = None) -> None:
     """Write ``text`` so that ``path`` is either the old file or the whole new one
     (see :class:`PendingWrite` for symlinks, FIFOs, devices, modes, encoding and ``tree``)."""
     pending = PendingWrite(path, text, tree=tree)
@@ -106,17 +106,18 @@ class PendingWrite:
     A new file gets mode ``0o666`` less the umask, as ``open()`` gives it; a replaced
     file keeps its mode, and its owner and group where we may set them.
 
-    The text is encoded as UTF-8, and what UTF-8 cannot encode (the lone surrogates that
-    stand for undecodable bytes in file names) as backslash escapes: ``\\udcff``, which
-    inside a JSON string is JSON's own escape for that character.
+    Bytes are written as they are. A text is encoded as UTF-8, and what UTF-8 cannot
+    encode (the lone surrogates that stand for undecodable bytes in file names) as
+    backslash escapes: ``\\udcff``, which inside a JSON string is JSON's own escape for
+    that character.
 
     Raises:
         OSError: the path is a directory, or the temporary file cannot be written.
     """
 
-    def __init__(self, path: Path, text: str, *, tree: Path | None = None) -> None:
+    def __init__(self, path: Path, text: str | bytes, *, tree: Path | None = None) -> None:
         self.path = path
-        self._data = text.encode("utf-8", "backslashreplace")
+        self._data = text if isinstance(text, bytes) else text.encode("utf-8", "backslashreplace")
         self._stream = _own_stream(path)
         self._dir: int | None = None  # the directory to rename in; None: write directly
         self._name = ""  # the file's name in it

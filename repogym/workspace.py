@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from repogym import _git
 from repogym._snapshot import Snapshot, inside
 from repogym._store import Entry, Store, checkout, tree_entries
-from repogym.errors import WorkspaceError
+from repogym.errors import UsageError, WorkspaceError
 from repogym.task import TASK_FILE, Task, load_task, parse_task
 
 
@@ -322,13 +323,34 @@ def shown_path(path: str) -> str:
 def files_under(directory: Path) -> list[str]:
     """Every file below ``directory`` as a sorted POSIX path relative to it; [] if absent.
 
-    How hidden tests are listed: they are copied into the tree at these same paths.
+    How hidden tests are listed: they are copied into the tree at these same paths, by
+    root in a container, into the copy where the submission's code runs. So each must be
+    a regular file of the directory: a symlink below it (to a file or a directory) is
+    refused, not copied or followed, for what it names could be anything root reads
+    (issue 19), and so is a FIFO or a device. Raises :class:`UsageError` naming it.
     """
     if not directory.is_dir():
         return []
-    return sorted(
-        p.relative_to(directory).as_posix() for p in directory.rglob("*") if not p.is_dir()
-    )
+    files: list[str] = []
+    wrong: list[tuple[str, str]] = []
+    for top, dirs, names in os.walk(directory):
+        for name in sorted(dirs + names):
+            path = Path(top, name)
+            relative = path.relative_to(directory).as_posix()
+            status = path.lstat()
+            if stat.S_ISLNK(status.st_mode):
+                wrong.append((relative, f"is a symlink (-> {path.readlink()})"))
+            elif stat.S_ISREG(status.st_mode):
+                files.append(relative)
+            elif not stat.S_ISDIR(status.st_mode):
+                wrong.append((relative, "is not a regular file"))
+    if wrong:
+        relative, what = min(wrong)
+        raise UsageError(
+            f"hidden tests: {relative} in {directory} {what}; a hidden test must be a "
+            "file in the directory itself: put the file there, not a link to it"
+        )
+    return sorted(files)
 
 
 def task_for(

@@ -201,6 +201,13 @@ class _Reader:
                 f"{_show(value)} is not a directory inside the workspace; give one relative "
                 f"to it, e.g. {_EXAMPLE_DIRECTORY[name]}",
             )
+        elif name == "hidden-tests" and (
+            linked := workspace_link(path, self.workspace, _HIDDEN_FIX)
+        ):
+            # Root reads it and copies what it holds into the run's copy, where the pull
+            # request's code reads it: `.hidden-tests -> /root` of the pull request's
+            # checkout would hand it root's files (issue 19).
+            self.bad(name, f"{_show(value)} {linked}")
         elif not path.is_dir():
             self.bad(
                 name,
@@ -243,14 +250,21 @@ class _Reader:
         return None
 
 
-def workspace_link(path: Path, workspace: Path) -> str | None:
-    """Why root must not write ``path``: a symlink in ``workspace`` lies on its way (or is
-    it), and the workspace is the pull request's checkout, whose links it commits (issue
-    19: `report: out/config` with `out -> .git` overwrote the later steps' credentials);
-    None when no link of the workspace redirects it. Links outside it are the user's."""
+_REPORT_FIX = (
+    f"give a path that no symlink in the workspace leads through, e.g. {DEFAULT_REPORT_NAME}"
+)
+_HIDDEN_FIX = "give the directory an earlier step put the hidden tests in, with no link on its way"
+
+
+def workspace_link(path: Path, workspace: Path, fix: str = _REPORT_FIX) -> str | None:
+    """Why root must not write (or read) ``path``: a symlink in ``workspace`` lies on its
+    way (or is it), and the workspace is the pull request's checkout, whose links it
+    commits (issue 19: `report: out/config` with `out -> .git` overwrote the later steps'
+    credentials; `hidden-tests: .hidden` with `.hidden -> /root` copied root's files into
+    the run's copy); None when no link of the workspace redirects it. Links outside it
+    are the user's. ``fix`` ends the message: what to give instead."""
     tree = Path(os.path.realpath(workspace))
     found = link_on_the_way(str(path), tree)
-    fix = f"give a path that no symlink in the workspace leads through, e.g. {DEFAULT_REPORT_NAME}"
     if found is None:
         return None
     owner = "which the pull request's checkout controls"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -306,3 +307,38 @@ def test_hidden_tests_from_outside_for_grade_and_validate(repo: Repo, tmp_path: 
         f"repogym: error: hidden tests {str(tmp_path / 'nope')!r} does not exist; pass the "
         "directory that holds them at the paths they take in the repository"
     )
+
+
+@pytest.mark.parametrize("kind", ["file", "directory", "fifo"])
+def test_a_hidden_test_that_is_a_link_or_a_fifo_is_refused(
+    repo: Repo, tmp_path: Path, kind: str
+) -> None:
+    """Hidden tests are copied into the run's copy, where the submission's code reads
+    them, by root in a container: a link among them would carry there what it names,
+    and a FIFO would hang the copy (issue 19). One line names it; nothing is graded."""
+    repo.commit("base", {".repogym.yml": HIDDEN_TASK, "m.py": "def g():\n    return 1\n"})
+    repo.branch("pr")
+    repo.commit("fix", {"m.py": "def g():\n    return 2\n"})
+    hidden = tmp_path / "hidden"
+    (hidden / "tests").mkdir(parents=True)
+    (hidden / "tests" / "test_hidden.py").write_text(HIDDEN_TEST)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("not a test\n")
+    planted = hidden / "tests" / "extra"
+    if kind == "file":
+        planted.symlink_to(secret / "key")
+    elif kind == "directory":
+        planted.symlink_to(secret, target_is_directory=True)
+    else:
+        os.mkfifo(planted)
+    report = tmp_path / "report.json"
+    done = run("grade", "--base", "main", "--hidden", str(hidden), "--json", str(report),
+               cwd=repo.root)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    what = "is not a regular file" if kind == "fifo" else f"is a symlink (-> {planted.readlink()})"
+    assert done.stderr.strip() == (
+        f"repogym: error: hidden tests: tests/extra in {hidden} {what}; a hidden test must "
+        "be a file in the directory itself: put the file there, not a link to it"
+    )
+    assert json.loads(report.read_text())["error"]["kind"] == "usage"

@@ -131,8 +131,9 @@ def build(
         assert source is not None
         # In place of what the submission has there, a link on the way included: root
         # copies them, and a committed `tests/hidden -> /elsewhere` sent them outside the
-        # copy (issue 19).
-        place(dest, path, source=source / path)
+        # copy; read without following a link of the hidden directory either, which
+        # would bring into the copy what it names (issue 19).
+        place(dest, path, from_tree=source)
     linked = _link_dependencies(workspace.root, dest, run)
     return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
 

@@ -9,8 +9,10 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.security import _payloads as p
-from tests.security._harness import Case
+from tests.security._harness import BUGFIX_TASK, Case
 from tests.security.test_poisoning import POISON_MODULE
 
 DRIVER = Path(__file__).with_name("_env_driver.py")
@@ -170,4 +172,71 @@ def test_a_command_cannot_read_the_graders_environment(case: Case) -> None:
     steal = "for f in /proc/*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done | grep -i canary"
     steps, problems = run_episodes(case, [[["run", steal], ["submit"]]])
     assert case.canary not in json.dumps(steps), "a command read the grader's secret"
+    assert not problems, "\n".join(problems)
+
+
+# What an agent's command leaves for a later WriteFile or ReadFile, which the grader's
+# process carries out (root, where the commands run as a sandbox user): a link out of the
+# tree on the way or at the end, a FIFO that would block the open (issue 19).
+PLANTED = {
+    "directory-link": ("ln -s {sentinel} sub", "sub/x", "leads outside the work tree"),
+    "file-link": ("ln -s {sentinel}/keep.txt x", "x", "leads outside the work tree"),
+    "nested-link": ("mkdir -p a && ln -s {sentinel} a/b", "a/b/c/x", "leads outside the work tree"),
+    "fifo": ("mkfifo x", "x", "not a regular file"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTED))
+@pytest.mark.parametrize("verb", ["write", "read"])
+def test_a_file_action_does_not_follow_what_a_command_planted(
+    case: Case, kind: str, verb: str
+) -> None:
+    """A real RepoEnv: a command plants the thing, then the agent writes (or reads) the
+    path. Nothing outside the tree is written or read, the step returns one line naming
+    the path, and the episode goes on (its Submit is graded)."""
+    case.base()
+    command, path, why = PLANTED[kind]
+    act = ["write", path, "planted {marker}\n"] if verb == "write" else ["read", path]
+    episode = [["run", command.format(sentinel=case.sentinel)], act, ["submit"]]
+    steps, problems = run_episodes(case, [episode])
+    output, _, error = steps[0][1]
+    assert isinstance(error, str) and error.startswith(f"{path}: ") and why in error, error
+    assert "\n" not in error and output == "", steps[0][1]
+    assert "the grader's own file" not in json.dumps(steps)  # keep.txt, read through a link
+    assert sorted(p.name for p in case.sentinel.iterdir()) == ["keep.txt"]
+    assert (case.sentinel / "keep.txt").read_text() == "the grader's own file\n"
+    assert len(steps[0]) == 3 and isinstance(steps[0][2][1], float), steps[0][2]
+    assert not problems, "\n".join(problems)
+
+
+# Dependency directories (node_modules, .venv) that the agent's tree holds and git ignores
+# are linked into the run's copy by the grader (root): what the agent leaves in their
+# place or on their way must not carry the link out of the copy (issue 19).
+def test_a_dependency_link_is_not_made_through_what_the_agent_left(case: Case) -> None:
+    """The base keeps `vendor -> <a directory outside>` (restored in every run by
+    `tests.restore`); the agent makes `vendor` a directory holding an ignored
+    `lib/node_modules`, and makes `node_modules` and `.venv` links out of the tree. In
+    the copy `vendor` is the base's link again: linking `vendor/lib/node_modules` there
+    wrote a link into the directory outside. The grade goes on as usual."""
+    (case.sentinel / "lib").mkdir()
+    case.repo.root.mkdir(parents=True, exist_ok=True)
+    (case.repo.root / "vendor").symlink_to(case.sentinel, target_is_directory=True)
+    task = BUGFIX_TASK.replace("  timeout: 120\n", "  timeout: 120\n  restore: [vendor]\n")
+    case.base(task=task)
+    plant = " && ".join(
+        [
+            "rm vendor",
+            "mkdir -p vendor/lib/node_modules/dep",
+            "echo 'module.exports = 1' > vendor/lib/node_modules/dep/index.js",
+            "printf 'node_modules/\\n.venv\\n' >> .gitignore",
+            f"ln -s {case.sentinel} node_modules",
+            f"ln -s {case.sentinel} .venv",
+        ]
+    )
+    steps, problems = run_episodes(case, [[["run", plant], ["submit"]]])
+    assert steps[0][0][2] is None, steps[0][0]
+    output, reward, error = steps[0][1]
+    assert error is None and reward == 0.0 and "FAIL" in str(output), steps[0][1]
+    assert sorted(p.name for p in case.sentinel.iterdir()) == ["keep.txt", "lib"]
+    assert list((case.sentinel / "lib").iterdir()) == []
     assert not problems, "\n".join(problems)
