@@ -35,6 +35,7 @@ from pathlib import Path
 from repogym import _git
 from repogym.errors import UsageError
 from repogym_action.event import Target
+from repogym_action.worktree import unlike_its_tree
 
 FETCH_TIMEOUT = 900.0  # seconds for one fetch from origin, or the checkout of the head
 LOCAL_TIMEOUT = 120.0  # seconds for a local git command
@@ -434,15 +435,9 @@ def _clone(git: _Git, into: Path, name: str, base: str, head: str) -> str:
     return branch if branch != BASE_REF else base
 
 
-# What each mode of a tree entry is checked out as (a submodule: an empty directory).
-_KINDS = {"100644": "file", "100755": "file", "120000": "symlink", "160000": "directory"}
-
-
 def _check_work_tree(git: _Git, into: Path, head: str, stderr: str) -> None:
-    """Every path of ``head``'s tree is in the work tree, as a file, symlink or directory
-    as the tree says. `git checkout` of a file it cannot write (a name component over
-    255 bytes) prints an error and exits 0, and the gate would pass a tree it never saw
-    (issue 19): what cannot be checked out is an error naming the path."""
+    """Every path of ``head``'s tree is in the work tree as the tree says (issue 19; see
+    :mod:`repogym_action.worktree`)."""
     # Bytes: a name that is not UTF-8 must be looked up as it is.
     listed = subprocess.run(
         _git.command(["ls-tree", "-r", "-z", "--full-tree", head]),
@@ -455,47 +450,9 @@ def _check_work_tree(git: _Git, into: Path, head: str, stderr: str) -> None:
     if listed.returncode != 0:
         reason = _reason(listed.stderr.decode(errors="replace"))
         raise CheckoutError(f"{into}: `git ls-tree` failed: {reason}")
-    for record in filter(None, listed.stdout.split(b"\0")):
-        meta, _, name = record.partition(b"\t")
-        path = os.fsdecode(name)
-        wanted = _KINDS.get(meta.split(b" ", 1)[0].decode(), "file")
-        try:
-            mode = os.lstat(into / path).st_mode
-        except OSError as error:
-            raise CheckoutError(
-                f"{_shown(path)}: in the head commit, not in the work tree git checked out "
-                f"({_unwritable(path, error, stderr)}); it cannot be graded: rename it "
-                "in the pull request"
-            ) from None
-        found = _kind(mode)
-        if found != wanted:
-            raise CheckoutError(
-                f"{_shown(path)}: a {wanted} in the head commit, a {found} in the work tree git "
-                "checked out; it cannot be graded as committed: rename it in the pull request"
-            )
-
-
-def _shown(path: str) -> str:
-    """``path`` printable: an undecodable byte of its name as a ``\\xff`` escape."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "directory" if stat.S_ISDIR(mode) else "special file"
-
-
-def _unwritable(path: str, error: OSError, stderr: str) -> str:
-    """Why git could not write ``path``: a name component too long for the file
-    system, else git's own line about it, else the error of looking it up."""
-    longest = max(len(os.fsencode(part)) for part in path.split("/"))
-    if longest > 255:
-        return f"a name component of {longest} bytes; this file system holds at most 255"
-    said = [line.strip() for line in stderr.splitlines() if path in line]
-    return said[0] if said else (error.strerror or str(error))
+    problem = unlike_its_tree(listed.stdout, into, stderr)
+    if problem is not None:
+        raise CheckoutError(problem)
 
 
 def _base_branch(git: _Git, name: str) -> str:
