@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from repogym._words import shown_path
+
 NOT_SHOWN = "not shown: hidden tests ran"
 # As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
 # that the renderer's process starts without the graders (repogym.render_process).
@@ -117,7 +119,6 @@ def _hidden(details: Mapping[str, Any]) -> set[str]:
 
 def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> list[str]:
     """The tests' messages made again from their outcomes: counts and public ids."""
-    from repogym.workspace import shown_path
 
     messages = component.get("messages")
     old = [m for m in messages if isinstance(m, str)] if isinstance(messages, list) else []
@@ -159,7 +160,6 @@ def _command(details: Mapping[str, Any]) -> str:
 def _test_finding(finding: object, details: Mapping[str, Any]) -> object:
     """A finding of the tests grader: its place and the public id it is about, or, for
     the count of hidden tests, as it is (repogym writes it from numbers)."""
-    from repogym.workspace import shown_path
 
     if not isinstance(finding, Mapping):
         return finding

@@ -303,23 +303,6 @@ def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
     return changes
 
 
-def shown_path(path: str) -> str:
-    """``path`` as a message shows it: as it is when every character prints, else quoted,
-    with an undecodable byte (held as a lone surrogate) written ``\\xff``, as the reports
-    write it, and other characters that do not print as Python escapes (``\\n``), so that
-    one message stays one line."""
-    if path.isprintable():
-        return path
-    shown = []
-    for char in path:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:
-            shown.append(f"\\x{code - 0xDC00:02x}")
-        else:
-            shown.append(char if char.isprintable() else repr(char)[1:-1])
-    return '"' + "".join(shown) + '"'
-
-
 def files_under(directory: Path) -> list[str]:
     """Every file below ``directory`` as a sorted POSIX path relative to it; [] if absent.
 

@@ -14,11 +14,12 @@ from pathlib import PurePosixPath
 
 from repogym import _words as words
 from repogym._testids import NOT_COUNTED, TestResult
+from repogym._words import shown_path
 from repogym.errors import WorkspaceError
 from repogym.junit import Outcome
 from repogym.models import Finding, capped_findings
 from repogym.runner import CommandResult
-from repogym.workspace import Workspace, shown_path
+from repogym.workspace import Workspace
 
 # How a finding says what happened to a test that did not pass.
 _WHAT = {

@@ -23,11 +23,11 @@ from typing import Any
 
 from repogym._globs import compile_globs, matching
 from repogym._links import SymlinkLoop, resolve_in_tree
-from repogym._words import counted
+from repogym._words import counted, shown_path
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
-from repogym.workspace import Workspace, files_under, shown_path
+from repogym.workspace import Workspace, files_under
 
 # Enough to show what is wrong without turning a report into a dump of the diff.
 MAX_LISTED = 50

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from repogym._globs import compile_globs, matching
-from repogym._words import counted
+from repogym._words import counted, shown_path
 from repogym.graders.base import Grader
 from repogym.metrics import measure_source
 from repogym.models import Finding, GradeComponent, Role, capped_findings
-from repogym.workspace import Workspace, shown_path
+from repogym.workspace import Workspace
 
 MAX_LISTED = 100
 # The task key of each limit, a finding's title; a file that does not parse breaks all.
