@@ -10,7 +10,7 @@ import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import repogym
@@ -23,7 +23,7 @@ from repogym_action.checkout import Checkout, prepare
 from repogym_action.commands import Commands
 from repogym_action.event import Target
 from repogym_action.log import LogProgress
-from repogym_action.settings import RunContext, Settings
+from repogym_action.settings import RunContext, Settings, workspace_link
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,12 +116,17 @@ def read_templates(
         if at_base is not None:
             return at_base
         pulls = [c for c in (checkout.head, context.sha) if c and _has_commit(checkout.tree, c)]
-        if any(tree_entry(checkout.tree, commit, name) is not None for commit in pulls):
+        if any(_pull_has(checkout.tree, commit, name) for commit in pulls):
             raise TemplateFilesError(
                 f"{name!r} is not a directory at the base ({checkout.base_ref}) and the pull "
                 "request's commits have it: a pull request cannot change the templates its "
                 "verdict is written by; commit the templates on the base branch"
             )
+        link = workspace_link(
+            context.workspace / name, context.workspace, "commit the templates on the base branch"
+        )
+        if link is not None:
+            raise TemplateFilesError(f"{name!r} {link}")
         if not (context.workspace / name).is_dir():
             raise TemplateFilesError(
                 f"{name!r} is not a directory at the base ({checkout.base_ref}), nor one that "
@@ -142,6 +147,18 @@ def workspace_templates(context: RunContext, settings: Settings) -> dict[str, st
         return templates_in(context.workspace / settings.template, shown=settings.template)
     except TemplateFilesError as error:
         raise TemplateFilesError(f"input `template`: {error.lines[0]}") from None
+
+
+def _pull_has(repo: Path, commit: str, name: str) -> bool:
+    """Whether ``commit`` has something at ``name``, or a file or link where one of its
+    parent directories would be: git's tree does not look through a committed link
+    (`shared -> elsewhere` with `elsewhere/templates/`), the workspace's directory does."""
+    parts = PurePosixPath(name).parts
+    for depth in range(1, len(parts) + 1):
+        entry = tree_entry(repo, commit, "/".join(parts[:depth]))
+        if entry is not None and (depth == len(parts) or entry.type != "tree"):
+            return True
+    return False
 
 
 def _has_commit(repo: Path, sha: str) -> bool:

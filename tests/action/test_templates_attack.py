@@ -224,6 +224,25 @@ def test_the_pull_request_adding_to_a_directory_an_earlier_step_made_is_refused(
     assert "All checks passed" not in published(job, step)
 
 
+def test_a_template_directory_reached_through_a_link_of_the_pull_request_is_refused(
+    job: Job,
+) -> None:
+    """`template: shared/templates`, which no commit has at that path: the pull request
+    commits `shared -> elsewhere` and `elsewhere/templates/`. Git's tree has nothing at
+    `shared/templates` (it does not look through links); the workspace's directory does."""
+    base, head = unsolved(
+        {}, {"shared": Symlink("elsewhere"), "elsewhere/templates/comment.md.j2": FORGED}
+    )
+    pull = job.open_pull(13, base=base, head=head)
+    step = grade(job, pull, {"template": "shared/templates"})
+    assert step.exit_code == 2, step.log
+    [line] = errors(step)
+    assert "'shared/templates' is not a directory at the base" in line, line
+    assert "the pull request's commits have it" in line, line
+    assert "All checks passed" not in published(job, step)
+    assert the_check(job, pull)["conclusion"] == "failure"
+
+
 # A template of the base's that fails, and how its failure reads in the one ::error:: line.
 FAILING = {
     "a division by zero": ("{{ 1 // 0 }}", "ZeroDivisionError: integer division or modulo by zero"),
