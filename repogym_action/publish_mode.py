@@ -103,11 +103,16 @@ def _pull_of(report: Mapping[str, Any], pulls: list[PullRequest], path: Path | N
 
 
 def _refuse_workflow_changes(github: GitHub, pull: PullRequest) -> None:
-    """Refuse the report of a pull request that changes ``.github/``. A ``pull_request``
+    """Refuse the report of a fork's pull request that changes ``.github/``. A ``pull_request``
     run runs the workflows of the pull request's merge commit: one that edits them made
     the run that uploaded the artifact, which need not have run this Action at all, so
     anything in the report may be forged (issue 19). Nothing is posted and the required
     check stays missing, so the pull request cannot merge on it; a maintainer reviews it."""
+    if pull.head_repo is not None and pull.head_repo.lower() == pull.base_repo.lower():
+        # A branch of this repository: its author may push, and so run any workflow with
+        # a token that writes; refusing would only block Dependabot's and maintainers'
+        # workflow changes for good.
+        return
     paths, total = github.pull_files(pull.number)
     touched = [path for path in paths if path == WORKFLOWS or path.startswith(WORKFLOWS + "/")]
     if touched:

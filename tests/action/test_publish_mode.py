@@ -456,3 +456,22 @@ def test_a_pull_request_with_more_files_than_github_lists_is_refused(job: Job) -
     pull = job.open_pull(7, base=base, head={**base, **many}, head_repo=FORK)
     step = publish(job, pull, json.dumps(well_formed(pull)).encode())
     refused(job, step, "pull request #7 changes 3001 files and GitHub lists 3000")
+
+
+def test_a_branch_of_the_repository_that_changes_github_is_published(job: Job) -> None:
+    """A branch pushed to the repository itself (a maintainer's, Dependabot's): its author
+    can already run any workflow with a token that writes, so the refusal is for forks."""
+    base = files_of(EXAMPLES / "bugfix" / "repo")
+    head = {**files_of(EXAMPLES / "bugfix" / "solution"), ".github/dependabot.yml": "version: 2\n"}
+    pull = job.open_pull(7, base=base, head=head)
+    event = job.event("workflow_run.completed", pull, head_repository=job.fake.repository)
+    step = job.run(
+        "workflow_run",
+        event,
+        pull,
+        {"mode": "publish", "report": ARTIFACT},
+        artifact={ARTIFACT: json.dumps(well_formed(pull)).encode()},
+    )
+    assert step.exit_code == 0, step.log
+    [comment] = job.fake.comments(7)
+    assert "repogym: passed" in comment["body"]
