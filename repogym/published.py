@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from repogym._words import shown_path
+from repogym._words import counted, shown_path
 
 NOT_SHOWN = "not shown: hidden tests ran"
 # As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
@@ -42,6 +42,10 @@ _WHAT = {
     "missing": "is not in the report",
 }
 _KINDS = ("fail_to_pass", "pass_to_pass")
+NON_ZERO = "non-zero"  # an exit code as it is shown when hidden tests ran
+# The graders of repogym itself, whose details it writes; a custom grader's are its own.
+BUILT_IN = frozenset({"constraints", "tests", "quality", "perf"})
+_WARNING_CODE = re.compile(r"exited with code (?!0\b)-?\d+")
 # The tests grader's own warnings: a fixed sentence and an exit code.
 _WARNING = re.compile(
     r"warning: the test command exited with code -?\d+ although (every test in the report "
@@ -86,8 +90,10 @@ def _component(component: Mapping[str, Any]) -> dict[str, Any]:
         return shown
     details = dict(_details(component))
     command = details.get("command")
-    if isinstance(command, Mapping) and "output_tail" in command:
-        details["command"] = {**command, "output_tail": OUTPUT_NOT_SHOWN}
+    if isinstance(command, Mapping):
+        details["command"] = _command_shown(command)
+    if name not in BUILT_IN:  # a custom grader's details are its own text: counted only
+        details = dict.fromkeys(details, NOT_SHOWN)
     shown["details"] = details
     messages = component.get("messages")
     findings = component.get("findings")
@@ -97,11 +103,24 @@ def _component(component: Mapping[str, Any]) -> dict[str, Any]:
             shown["findings"] = [_test_finding(f, details) for f in findings]
         return shown
     if isinstance(messages, list) and messages:
-        n = len(messages)
-        counted = f"{n} message{'s' if n != 1 else ''} {NOT_SHOWN}"
-        shown["messages"] = [*_numbers(name, details), counted]
+        said = f"{counted(len(messages), 'message')} {NOT_SHOWN}"
+        shown["messages"] = [*_numbers(name, details), said]
     if isinstance(findings, list):
         shown["findings"] = [_finding_not_shown(f) for f in findings]
+    return shown
+
+
+def _command_shown(command: Mapping[str, Any]) -> dict[str, Any]:
+    """A command's run without the numbers the submission can choose (found in review of
+    issue 19: code that reads the hidden tests can spell them out in its exit code, in
+    how many bytes of output were cut, or in how long it took): whether it exited
+    non-zero or timed out, nothing more."""
+    shown = {k: v for k, v in command.items() if k not in ("duration", "output_cut_bytes")}
+    if "output_tail" in shown:
+        shown["output_tail"] = OUTPUT_NOT_SHOWN
+    code = shown.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        shown["exit_code"] = NON_ZERO
     return shown
 
 
@@ -140,9 +159,9 @@ def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> 
         if len(public) > MAX_NAMED:
             lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
         if len(bad) > len(public):
-            n = len(bad) - len(public)
-            lines.append(f"{kind}: {n} hidden test{'s' if n != 1 else ''} not passing")
-    return lines + [m for m in old if _WARNING.fullmatch(m)]
+            lines.append(f"{kind}: {counted(len(bad) - len(public), 'hidden test')} not passing")
+    warned = [m for m in old if _WARNING.fullmatch(m)]
+    return lines + [_WARNING_CODE.sub(f"exited with a {NON_ZERO} code", m) for m in warned]
 
 
 def _command(details: Mapping[str, Any]) -> str:
@@ -151,9 +170,9 @@ def _command(details: Mapping[str, Any]) -> str:
         return ""
     if command.get("timed_out") is True:
         return " (the command timed out)"
-    code = command.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool):
-        return f" (the command exited with code {code})"
+    code = command.get("exit_code")  # as _command_shown left it: 0 or NON_ZERO
+    if code == NON_ZERO or (isinstance(code, int) and not isinstance(code, bool)):
+        return f" (the command exited with {'code 0' if code == 0 else f'a {NON_ZERO} code'})"
     return ""
 
 

@@ -111,3 +111,44 @@ def test_hidden_tests_from_outside_count_too() -> None:
     tests = next(c for c in published(report)["components"] if c["name"] == "tests")
     assert not any("AssertionError" in m for m in tests["messages"])
     assert "fail_to_pass: 1 of 2 passed" in tests["messages"]
+
+
+def test_no_number_the_submission_chooses_is_shown() -> None:
+    """Code that reads the hidden tests can spell them out in numbers as well as in text:
+    its exit code, how many bytes of output were cut, how long it ran, a custom grader's
+    details (found in review of issue 19). Only whether the command exited non-zero or
+    timed out is shown."""
+    report = hidden_report()
+    tests = next(c for c in report["components"] if c["name"] == "tests")
+    tests["details"]["command"] = {
+        "command": "python -m pytest",
+        "exit_code": 42,
+        "timed_out": False,
+        "duration": 1.2345678,
+        "output_cut_bytes": 987654321,
+        "output_tail": SECRET,
+    }
+    tests["messages"].append(
+        "warning: the test command exited with code 42 although every test in the report passed"
+    )
+    report["components"].append(
+        {
+            "name": "no_todo",
+            "role": "objective",
+            "score": 1.0,
+            "passed": True,
+            "weight": 0.1,
+            "details": {"note": SECRET, "count": 987654321},
+            "messages": [],
+            "findings": [],
+        }
+    )
+    shown = json.dumps(published(report))
+    for chosen in ("42", "987654321", "1.23", SECRET):
+        assert chosen not in shown, chosen
+    command = next(c for c in published(report)["components"] if c["name"] == "tests")
+    assert command["details"]["command"]["exit_code"] == "non-zero"
+    assert command["details"]["command"]["timed_out"] is False
+    for template in TEMPLATES:
+        text = render(report, template)
+        assert "987654321" not in text and "42" not in text.replace("4​2", "")
