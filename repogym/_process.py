@@ -60,6 +60,17 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL if old is None else old)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def leave_stop_signals_to_the_main_thread() -> None:
+    """For a worker thread, at its start: block the signals that stop a run, so that the
+    kernel delivers them to the main thread, where Python runs their handlers. One
+    delivered to a worker leaves the main thread blocked in its system call, the cancel
+    unseen until that returns."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 @contextlib.contextmanager
 def lenient_streams() -> Iterator[None]:
     """Make stdout and stderr write what their encoding cannot (undecodable bytes of a

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO
 
 from repogym import _reaper, _sandbox, progress
+from repogym._process import leave_stop_signals_to_the_main_thread
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -243,6 +244,15 @@ def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
+# How long one poll of a wait may block. The kernel may deliver a cancel's SIGINT or
+# SIGTERM to any thread of the process that does not block it (our output readers block
+# them; a library's thread may not), and then this poll is not interrupted: Python runs
+# the handler in the main thread between bytecodes only. A grade cancelled that way
+# waited out its command's whole timeout (a one-hour sleep in tests/action/test_cancel.py
+# hung CI); waking every second lets it through.
+POLL_SLICE = 1.0
+
+
 def _readable(fd: int, timeout: float | None) -> bool:
     """Whether ``fd`` is readable (or at its end) within ``timeout`` seconds (None: ever).
 
@@ -250,7 +260,13 @@ def _readable(fd: int, timeout: float | None) -> bool:
     """
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    return bool(poller.poll(None if timeout is None else math.ceil(timeout * 1000)))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = POLL_SLICE if deadline is None else min(POLL_SLICE, deadline - time.monotonic())
+        if poller.poll(max(0, math.ceil(left * 1000))):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
 
 
 class _Tail:
@@ -270,6 +286,7 @@ class _Tail:
         self._thread.start()
 
     def _read(self) -> None:
+        leave_stop_signals_to_the_main_thread()
         try:
             if self._pipe is None:
                 return

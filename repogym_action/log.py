@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from repogym._process import leave_stop_signals_to_the_main_thread
 from repogym.models import GradeComponent, format_score
 from repogym.runner import CommandResult
 
@@ -104,6 +105,7 @@ class _Ticker:
         self._thread.start()
 
     def _run(self) -> None:
+        leave_stop_signals_to_the_main_thread()
         while not self._stopped.wait(self._every):
             seconds = time.monotonic() - self._start
             self._say(f"  still running after {seconds:.0f} s: {self._command}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import select
+import signal
 import socket
 import sys
 import threading
@@ -173,3 +174,36 @@ def test_a_timeout_that_is_not_a_sane_number_of_seconds_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="must be a positive number of seconds, at most 604800"):
         Runner().run("true", tmp_path, timeout=timeout)
+
+
+def test_a_cancel_another_thread_takes_still_stops_the_wait() -> None:
+    """A cancel's signal taken by a thread that does not block it (a library's): the C
+    handler runs there, and the main thread's poll is not interrupted. The wait must
+    still end by the signal, not by its command's timeout (a one-hour wait hung CI)."""
+    from repogym._process import Interrupted, signals_interrupt
+
+    read, write = os.pipe()
+    gave_up = threading.Event()
+
+    def watchdog() -> None:  # a wait still blocked after this long is the hang
+        if not gave_up.wait(30):
+            os.write(write, b"x")
+
+    def take_the_signal() -> None:  # once the main thread blocks in poll
+        main = f"/proc/{os.getpid()}/task/{os.getpid()}/wchan"
+        while "poll" not in Path(main).read_text() and not gave_up.wait(0.01):
+            pass
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    taker = threading.Thread(target=take_the_signal, daemon=True)
+    try:
+        with signals_interrupt(), pytest.raises(Interrupted):
+            taker.start()
+            repogym.runner._readable(read, None)
+        woken = select.select([read], [], [], 0)[0]
+        assert not woken, "the wait ended when the watchdog wrote, not at the signal"
+    finally:
+        gave_up.set()
+        os.close(read)
+        os.close(write)
