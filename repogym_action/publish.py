@@ -27,7 +27,7 @@ from repogym._links import LinkInTree
 from repogym.errors import RepogymError
 from repogym.models import format_score
 from repogym.published import published
-from repogym.render import md
+from repogym.render import code, md
 from repogym.render_process import render_texts
 from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import one_line, to_annotations
@@ -153,7 +153,9 @@ def _render(
     marker, _ = comment_marker(p.settings.check_name, p.run_key)
     limits = {
         "comment": ("comment.md.j2", COMMENT_LIMIT - len(marker.encode()) - 1),
-        "check_summary": ("check_summary.md.j2", CHECK_TEXT_LIMIT - 200),
+        # Room for the lines _finish_check puts before and after: the base graded against,
+        # a retargeted pull request (three refs of up to 255 bytes), annotations left out.
+        "check_summary": ("check_summary.md.j2", CHECK_TEXT_LIMIT - 2000),
         "check_text": ("check_text.md.j2", CHECK_TEXT_LIMIT),
         "job_summary": ("job_summary.md.j2", JOB_SUMMARY_LIMIT),
     }
@@ -270,8 +272,8 @@ def _graded_against(p: Publication, report: dict[str, Any]) -> str:
     ref = ref if isinstance(ref, str) else p.target.base_ref
     sha = base.get("sha")
     sha = sha if isinstance(sha, str) else p.target.base_sha
-    at = f" at `{sha[:12]}`" if sha else ""
-    return f"Graded against `{one_line(ref, 255)}`{at}, head `{p.target.head_sha[:12]}`."
+    at = f" at {code(sha[:12])}" if sha else ""
+    return f"Graded against {code(ref, 255)}{at}, head {code(p.target.head_sha[:12])}."
 
 
 def _retargeted(p: Publication, now: PullRequest | None = None) -> str | None:
@@ -290,10 +292,11 @@ def _retargeted(p: Publication, now: PullRequest | None = None) -> str | None:
             return None
     if now.base_ref == graded.base_ref:
         return None
+    now_ref, then_ref = code(now.base_ref, 255), code(p.target.base_ref, 255)
     return (
-        f"pull request #{graded.number} now targets `{now.base_ref}`: this run graded it "
-        f"against `{p.target.base_ref}`, so its verdict is withdrawn; the run grading "
-        f"against `{now.base_ref}` gives the verdict"
+        f"pull request #{graded.number} now targets {now_ref}: this run graded it "
+        f"against {then_ref}, so its verdict is withdrawn; the run grading "
+        f"against {now_ref} gives the verdict"
     )
 
 
