@@ -72,7 +72,14 @@ class Job:
         adds one commit writing ``head``, on the origin and in the fake API."""
         self.origin.commit("main", base, message="base")
         self.origin.commit(branch, head, message="the change", start=self.origin.sha("main"))
-        pull = self.origin.open_pull(number, head=branch)
+        return self.mirror_pull(number, branch=branch, head_repo=head_repo)
+
+    def mirror_pull(
+        self, number: int, *, branch: str, base: str = "main", head_repo: str | None = None
+    ) -> Pull:
+        """Pull request ``number`` from the origin's ``branch`` into ``base``, opened on
+        the origin and in the fake API, its files listed as GitHub lists them."""
+        pull = self.origin.open_pull(number, head=branch, base=base)
         self.fake.add_pull(
             number,
             base_ref=pull.base_ref,

@@ -26,15 +26,7 @@ def open_from(job: Job, number: int, branch: str, fork_point: str, core: str) ->
 
 
 def mirrored(job: Job, number: int, branch: str) -> Pull:
-    pull = job.origin.open_pull(number, head=branch)
-    job.fake.add_pull(
-        number,
-        base_ref=pull.base_ref,
-        base_sha=pull.base_sha,
-        head_ref=pull.head_ref,
-        head_sha=pull.head_sha,
-    )
-    return pull
+    return job.mirror_pull(number, branch=branch)
 
 
 def test_a_pull_request_from_before_the_test_was_made_strict(job: Job) -> None:

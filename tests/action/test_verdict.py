@@ -52,16 +52,7 @@ def strict_and_lax(job: Job) -> tuple[Files, Files]:
 def open_pull(
     job: Job, number: int, *, branch: str, base: str, head_repo: str | None = None
 ) -> Pull:
-    pull = job.origin.open_pull(number, head=branch, base=base)
-    job.fake.add_pull(
-        number,
-        base_ref=pull.base_ref,
-        base_sha=pull.base_sha,
-        head_ref=pull.head_ref,
-        head_sha=pull.head_sha,
-        head_repo=head_repo,
-    )
-    return pull
+    return job.mirror_pull(number, branch=branch, base=base, head_repo=head_repo)
 
 
 def checks(job: Job, sha: str) -> dict[str, dict[str, Any]]:
