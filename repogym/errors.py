@@ -13,7 +13,9 @@ traceback::
     ├── JUnitError       a test report that is missing, too large, unsafe or malformed
     │                    (the TestGrader turns it into a score of 0)
     ├── EnvError         RepoEnv used out of order
-    └── SandboxError     the machine's set-up keeps commands from running as another user
+    ├── SandboxError     the machine's set-up keeps commands from running as another user
+    └── EngineError      the task's environment cannot be had: no Docker engine, no right
+                         to its socket, an image that cannot be pulled or built
 
 Every other exception is not the user's to fix (a bug, a broken repository, a full
 disk): the command line reports it in one line with exit code 3 and writes the
@@ -64,3 +66,9 @@ class EnvError(RepogymError):
 class SandboxError(RepogymError):
     """Commands cannot run as a sandbox user: the directory of slot locks is not root's
     alone, or the user named ``repogym`` is root."""
+
+
+class EngineError(RepogymError):
+    """The task's ``environment`` cannot be had: the Docker SDK is not installed, no
+    engine answers, its socket is closed to this user, the image cannot be pulled, the
+    Dockerfile does not build. Raised before any grading starts."""

@@ -11,9 +11,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from repogym import _git
 from repogym import progress as _progress
+from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
@@ -42,6 +44,7 @@ class Grading:
     task: Task
     hidden: Path | None
     result: GradeResult
+    environment: dict[str, Any] | None = None  # the image the commands ran in (issue 20)
 
     @property
     def passed(self) -> bool:
@@ -110,6 +113,15 @@ def _grade(
         leave_out=_in_tree(top, outputs),
     )
     grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
+    # The environment is had before any grader runs: what keeps it from being had is
+    # the user's to fix, not a failing grade (issue 20).
+    prepared = prepare(loaded, top, base_sha) if loaded.environment is not None else None
+    if prepared is not None:
+        workspace.runner = prepared.runner(loaded)
+    try:
+        result = grader.grade_result(workspace)
+    finally:
+        workspace.command_runner().close()
     return Grading(
         repo=top,
         base_ref=ref,
@@ -118,7 +130,8 @@ def _grade(
         head=head,
         task=loaded,
         hidden=hidden_dir,
-        result=grader.grade_result(workspace),
+        result=result,
+        environment=None if prepared is None else prepared.record(),
     )
 
 

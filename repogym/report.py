@@ -50,6 +50,7 @@ def report_dict(grading: Grading) -> dict[str, Any]:
             "hidden_tests": _hidden_tests(grading),
             "config": task.model_dump(mode="json"),
         },
+        "environment": grading.environment,
     }
 
 

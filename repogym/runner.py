@@ -132,12 +132,17 @@ class Runner:
         timeout: float,
         env: Mapping[str, str] | None = None,
         writable: Sequence[Path] = (),
+        collect: Sequence[Path] = (),
+        network: bool = False,
     ) -> CommandResult:
         """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist.
 
         ``timeout`` is in seconds: finite, positive and at most ``MAX_TIMEOUT``.
         ``writable``: trees the command must write, handed to its user for the run when
         that is a sandbox user (root, ``sandbox=True``); they stay that user's after it.
+        ``collect`` (the trees the grader reads afterwards) and ``network`` (the command
+        is the task's ``setup``) matter to a :class:`repogym._container.ContainerRunner`
+        only: here the trees are the host's and the network is the machine's.
         """
         check_timeout(timeout)
         _reaper.harden_grader()
@@ -158,6 +163,13 @@ class Runner:
     def switches_user(self) -> bool:
         """Whether the commands run as a sandbox uid (root, sandbox on)."""
         return _sandbox.switches_user(self.sandbox)
+
+    def add(self, tree: Path, paths: Sequence[str]) -> None:
+        """The grader wrote ``paths`` into ``tree``: nothing to do, the tree is the host's
+        (a container runner copies them into its copy)."""
+
+    def close(self) -> None:
+        """Nothing to release (a container runner removes its volumes)."""
 
     def lock(self, tree: Path) -> None:
         """Make ``tree`` read-only to the commands (a baseline copy they must not change):
@@ -306,11 +318,7 @@ class _Tail:
             os.close(self._stop_r)
 
     def _keep(self, chunk: bytes) -> None:
-        self._buffer += chunk
-        excess = len(self._buffer) - self._cap
-        if excess > 0:
-            del self._buffer[:excess]
-            self.cut += excess
+        self.cut += keep_tail(self._buffer, chunk, self._cap)
 
     def join(self, deadline: float) -> None:
         """Wait until the pipe's end or ``deadline`` (monotonic clock), then stop."""
@@ -322,6 +330,17 @@ class _Tail:
 
     def text(self) -> str:
         return self._buffer.decode("utf-8", errors="replace")
+
+
+def keep_tail(buffer: bytearray, chunk: bytes, cap: int) -> int:
+    """Add ``chunk`` to ``buffer``, dropping its start beyond ``cap`` bytes; how many
+    bytes were dropped (the output of a command in a container is kept the same way)."""
+    buffer += chunk
+    excess = len(buffer) - cap
+    if excess > 0:
+        del buffer[:excess]
+        return excess
+    return 0
 
 
 _runs = itertools.count(1)

@@ -20,9 +20,12 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from repogym import _git
+from repogym._container import ContainerRunner
 from repogym._snapshot import Snapshot, inside
 from repogym._store import Entry, Store, checkout, tree_entries
+from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
+from repogym.runner import Runner
 from repogym.task import TASK_FILE, Task, load_task, parse_task
 
 
@@ -63,6 +66,7 @@ class Workspace:
         base_ref: str,
         rubric: str | None = None,
         leave_out: Collection[str] = (),
+        runner: Runner | ContainerRunner | None = None,
     ) -> None:
         self.root = root
         self.base = base
@@ -70,6 +74,21 @@ class Workspace:
         self.rubric = rubric or base
         self.task = task
         self.leave_out = frozenset(leave_out)
+        self.runner = runner
+
+    def command_runner(self) -> Runner | ContainerRunner:
+        """What runs the task's commands in this grade: the runner given (``grade()``
+        prepares the task's environment before grading), else one made here, in a
+        container of the task's environment when it names one (closed at exit)."""
+        if self.runner is None:
+            task = self.task
+            if task.environment is None:
+                self.runner = Runner(pass_env=task.pass_env, set_env=task.env)
+            else:
+                made = prepare(task, self.root, self.rubric).runner(task)
+                atexit.register(made.close)
+                self.runner = made
+        return self.runner
 
     @classmethod
     def open(

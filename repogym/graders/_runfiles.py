@@ -96,6 +96,8 @@ def build(
     config: TestsConfig,
     dest: Path,
     hidden: tuple[Path | None, list[str]] = (None, []),
+    *,
+    links: bool = True,
 ) -> RunFiles:
     """Write the run's tree into the new directory ``dest``.
 
@@ -134,7 +136,8 @@ def build(
         # copy; read without following a link of the hidden directory either, which
         # would bring into the copy what it names (issue 19).
         place(dest, path, from_tree=source)
-    linked = _link_dependencies(workspace.root, dest, run)
+    # In a container the work tree's paths mean nothing: dependencies are the image's.
+    linked = _link_dependencies(workspace.root, dest, run) if links else []
     return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
 
 

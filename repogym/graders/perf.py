@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repogym import _git
+from repogym._container import AnyRunner, ContainerRunner
 from repogym._store import copies_dir
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
-from repogym.runner import CommandResult, Runner
+from repogym.runner import CommandResult
 from repogym.task import PerfConfig, Task
 from repogym.workspace import Workspace, export_tree
 
@@ -66,7 +67,7 @@ class PerfGrader(Grader):
 
     name = "perf"
 
-    def __init__(self, *, role: Role | str | None = None, runner: Runner | None = None) -> None:
+    def __init__(self, *, role: Role | str | None = None, runner: AnyRunner | None = None) -> None:
         super().__init__(role=role)
         self.runner = runner
 
@@ -74,7 +75,7 @@ class PerfGrader(Grader):
         config = workspace.task.perf
         if config is None:
             raise ValueError("the task has no `perf` section")
-        runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
+        runner = self.runner or workspace.command_runner()
         timings = _Timings()
         try:
             copies = copies_dir(workspace.snapshot().size)
@@ -89,22 +90,27 @@ class PerfGrader(Grader):
                 _measure(_Bench(runner, config, trees, caches), config, timings)
         except _Failure as failure:
             return _component(config, timings, failure)
+        finally:
+            if isinstance(runner, ContainerRunner):
+                _forget_baselines(runner.scope)
         return _component(config, timings, None)
 
 
 # -- the baseline, once per process ----------------------------------------------------
 
-_BASELINES: dict[tuple[str, str, str], Path] = {}
+_BASELINES: dict[tuple[str, str, str, str], Path] = {}
 
 
-def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
+def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     """The benchmark's private baseline tree: checked out, and set up, once per
     (repository, base sha, task sha256) per process.
 
     A setup that fails is not kept, so the next grade tries again with a fresh tree.
     """
     common = _git.git(["rev-parse", "--git-common-dir"], workspace.root).decode().strip()
-    key = (str((workspace.root / common).resolve()), workspace.base, _digest(workspace.task))
+    # A container runner holds what setup made in its own volumes, for its grade only.
+    scope = runner.scope if isinstance(runner, ContainerRunner) else ""
+    key = (str((workspace.root / common).resolve()), workspace.base, _digest(workspace.task), scope)
     tree = _BASELINES.get(key)
     if tree is not None and tree.is_dir():
         return tree
@@ -125,22 +131,28 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
     return tree
 
 
+def _forget_baselines(scope: str) -> None:
+    """Remove the baselines set up in a container runner's volumes: no later grade's."""
+    for key in [k for k in _BASELINES if k[3] == scope]:
+        shutil.rmtree(_BASELINES.pop(key).parent, ignore_errors=True)
+
+
 def _digest(task: Task) -> str:
     # A task built in code rather than read from a file has no sha256 of its own bytes.
     return task.sha256 or hashlib.sha256(task.model_dump_json().encode()).hexdigest()
 
 
-def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Path:
+def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> Path:
     """Run the task's ``setup`` in ``tree`` (within ``perf.timeout``); returns the tree."""
     setup, perf = workspace.task.setup, workspace.task.perf
     if setup and perf is not None:
-        result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree])
+        result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree], network=True)
         if not result.ok:
             raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
 
 
-def _bytecode_caches(runner: Runner, root: Path) -> dict[Side, dict[str, str]]:
+def _bytecode_caches(runner: AnyRunner, root: Path) -> dict[Side, dict[str, str]]:
     """One bytecode cache per side for this grade, unless the task sets its own.
 
     The baseline is read-only to the commands, so Python could not write its bytecode
@@ -181,7 +193,7 @@ class _Timings:
 
 @dataclass(frozen=True, slots=True)
 class _Bench:
-    runner: Runner
+    runner: AnyRunner
     config: PerfConfig
     trees: dict[Side, Path]
     env: dict[Side, dict[str, str]]

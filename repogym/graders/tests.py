@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from repogym import _git
+from repogym._container import AnyRunner, ContainerRunner
+from repogym._links import place
 from repogym._store import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym._words import counted
@@ -35,7 +37,7 @@ from repogym.graders import _runfiles, _test_findings, _test_hints
 from repogym.graders.base import Grader
 from repogym.junit import Outcome, iter_cases
 from repogym.models import Finding, GradeComponent, Role
-from repogym.runner import CommandResult, Runner
+from repogym.runner import CommandResult
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace, files_under
 
@@ -66,7 +68,7 @@ class TestGrader(Grader):
         *,
         role: Role | str | None = None,
         hidden: str | os.PathLike[str] | None = None,
-        runner: Runner | None = None,
+        runner: AnyRunner | None = None,
     ) -> None:
         super().__init__(role=role)
         self.hidden = None if hidden is None else Path(hidden)
@@ -79,15 +81,20 @@ class TestGrader(Grader):
         config = workspace.task.tests
         if config is None:
             raise ValueError("the task has no `tests` section")
-        runner = self.runner or Runner(pass_env=workspace.task.pass_env, set_env=workspace.task.env)
+        runner = self.runner or workspace.command_runner()
         hidden_root = self._hidden_root(workspace, config)
         hidden_files = files_under(hidden_root) if hidden_root else []
         copies = copies_dir(workspace.snapshot().size)
         with tempfile.TemporaryDirectory(prefix="repogym-tests-", dir=copies) as holder:
             Path(holder).chmod(0o711)  # the sandbox user goes through to its copy
             tree = Path(holder) / "tree"
-            files = _runfiles.build(workspace, config, tree, (hidden_root, hidden_files))
-            run, results, problem = _run_and_parse(workspace, config, runner, tree)
+            # With network for `setup` only, the hidden tests go in after it (issue 20).
+            late = bool(workspace.task.setup and _setup_has_network(runner) and hidden_files)
+            given = (hidden_root, [] if late else hidden_files)
+            in_container = isinstance(runner, ContainerRunner)
+            files = _runfiles.build(workspace, config, tree, given, links=not in_container)
+            later = (hidden_root, hidden_files) if late else None
+            run, results, problem = _run_and_parse(workspace, config, runner, tree, later)
         return _score(
             workspace,
             config,
@@ -117,22 +124,40 @@ def _hidden_changed(workspace: Workspace, config: TestsConfig) -> bool:
     return at_fork != at_tip
 
 
+def _setup_has_network(runner: AnyRunner) -> bool:
+    return isinstance(runner, ContainerRunner) and runner.network == "setup"
+
+
 def _run_and_parse(
-    workspace: Workspace, config: TestsConfig, runner: Runner, tree: Path
+    workspace: Workspace,
+    config: TestsConfig,
+    runner: AnyRunner,
+    tree: Path,
+    later: tuple[Path | None, list[str]] | None = None,
 ) -> tuple[CommandResult | None, dict[str, TestResult], str | None]:
     """Run setup and the tests in ``tree``; the results by id, or the reason there are
-    none."""
+    none. ``later``: hidden tests to put in once setup is done."""
     if workspace.task.setup:
-        setup = runner.run(workspace.task.setup, tree, timeout=config.timeout, writable=[tree])
+        setup = runner.run(
+            workspace.task.setup, tree, timeout=config.timeout, writable=[tree], network=True
+        )
         if not setup.ok:
             return setup, {}, f"setup command failed ({setup.describe()})"
+    if later is not None:
+        source, hidden = later
+        assert source is not None
+        for path in hidden:
+            place(tree, path, from_tree=source)
+        runner.add(tree, hidden)
     # Next to the copy, in the grader's own directory: the sandbox user's clean-up
     # removes what that user owns at the top of /tmp.
     reports = tree.parent / "junit"
     reports.mkdir()
     junit = reports / "junit.xml"
     command = config.command.replace("{junit}", shlex.quote(str(junit)))
-    run = runner.run(command, tree, timeout=config.timeout, writable=[tree, reports])
+    run = runner.run(
+        command, tree, timeout=config.timeout, writable=[tree, reports], collect=[reports]
+    )
     if run.timed_out:
         return run, {}, f"the test command {run.describe()}"
     known = config.fail_to_pass + config.pass_to_pass

@@ -30,6 +30,7 @@ from pydantic import (
 from repogym._testids import escape_controls, file_of
 from repogym.errors import TaskError
 from repogym.models import Role
+from repogym.task._environment import EnvironmentConfig
 from repogym.task._errors import schema_lines, where
 from repogym.task._values import (
     Fraction,
@@ -237,6 +238,7 @@ class Task(_Section):
     setup: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     pass_env: StrList = ()
+    environment: EnvironmentConfig | None = None
     tests: TestsConfig | None = None
     perf: PerfConfig | None = None
     constraints: ConstraintsConfig = ConstraintsConfig()

@@ -1,0 +1,616 @@
+"""Commands in containers of the task's environment, through the Docker Engine (issue 20).
+
+:class:`ContainerRunner` runs a command as :class:`repogym.runner.Runner` does (the same
+arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh container:
+
+- **The trees.** Each tree a command is given (its working directory, the trees it writes)
+  is held by the engine in a volume of its own, in memory (a tmpfs of ``limits.disk``,
+  owned by the command's user), mounted at the tree's own path, so the paths a grader puts
+  in a command (``{junit}``, a bytecode cache) mean the same inside. A tree goes in as an
+  archive the first time a command uses it; later commands of the runner find it as the
+  earlier ones left it (``setup``'s install, then the tests). Nothing of the host is bound
+  in, so the same code works from inside the Action's container and against a remote
+  engine.
+- **The keeper.** A tmpfs volume keeps its files only while some container has it
+  mounted: one container that does nothing (``read`` on a stdin the grader holds open)
+  mounts the volumes of the runner until :meth:`ContainerRunner.close`. If the grader dies,
+  its end of that stdin closes, the keeper exits and the engine removes it.
+- **A command's container**: user ``UID``, all capabilities dropped, ``no-new-privileges``,
+  a read-only root file system with the trees and a ``/tmp`` tmpfs writable, the task's
+  limits, no network unless the task gives it, no Docker socket, labelled with its owner
+  and an expiry. Output is read through an attach socket up to the cap (nothing is
+  logged by the engine); on timeout it is killed; afterwards what the grader must read
+  (``collect=``) is copied out as an archive and unpacked without following a link, and
+  the container is removed.
+- **Time.** ``duration`` is the engine's record of the process's start and exit, not the
+  grader's clock around the API calls: creating, starting and removing a container are
+  not the command's time (the perf grader's ``wall``).
+- **Leftovers.** Every container and volume is labelled with its owner (host name, pid
+  and the pid's start time) and an expiry; :func:`sweep`, run when a runner opens,
+  removes those of owners that are gone from this host and those past their expiry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+import os
+import socket
+import subprocess
+import tarfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+from repogym import progress
+from repogym._process import leave_stop_signals_to_the_main_thread
+from repogym.errors import EngineError
+from repogym.runner import (
+    DEFAULT_OUTPUT_CAP,
+    POLL_SLICE,
+    CommandResult,
+    Runner,
+    check_timeout,
+    keep_tail,
+)
+from repogym.task._environment import Limits
+
+UID = 10001  # the user every command runs as in a container (no name in the image needed)
+NAME = "repogym"
+LABEL = "repogym"  # every container and volume repogym makes carries it
+POOL = 4  # volumes a keeper holds; a runner that needs more starts another keeper
+GRACE = 120.0  # seconds past a command's timeout after which its container is anyone's to remove
+KEEPER_LIFE = 24 * 3600.0  # seconds after which a keeper's volumes are anyone's to remove
+_POOL_AT = "/repogym/pool"
+
+
+def docker_module() -> Any:
+    """The Docker SDK for Python, imported when an environment is used, not before."""
+    try:
+        return importlib.import_module("docker")
+    except ImportError:
+        raise EngineError(
+            "the task names an environment, and running it needs the Docker SDK for Python: "
+            "pip install 'repogym[docker]'"
+        ) from None
+
+
+def connect() -> Any:
+    """A client of the engine at ``DOCKER_HOST``, else the default socket, checked to
+    answer; :class:`EngineError` naming the socket and the fix otherwise."""
+    docker = docker_module()
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        client = docker.from_env(timeout=3600)
+        client.ping()
+    except docker.errors.DockerException as error:
+        raise EngineError(_unreachable(where, error)) from None
+    return client
+
+
+def _unreachable(where: str, error: Exception) -> str:
+    text = str(error)
+    if "PermissionError" in text or "Permission denied" in text:
+        return (
+            f"the Docker engine's socket {where} is closed to this user (permission denied): "
+            "add the user to the socket's group (docker), or run as root"
+        )
+    if "FileNotFoundError" in text or "No such file" in text:
+        return (
+            f"no Docker engine at {where}: start one (dockerd), or set DOCKER_HOST to the "
+            "engine's address; the task's `environment` runs its commands there"
+        )
+    return (
+        f"the Docker engine at {where} does not answer ({text.splitlines()[0][:200]}): "
+        "start it, or set DOCKER_HOST to the engine's address"
+    )
+
+
+# -- owners and leftovers ------------------------------------------------------------------
+
+
+def _start_time(pid: int) -> str:
+    """The start time of ``pid`` in clock ticks since boot ('' when unknown): a pid that
+    was reused is another process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+OWNER = f"{socket.gethostname()}/{os.getpid()}/{_start_time(os.getpid())}"
+
+
+def labels(life: float) -> dict[str, str]:
+    """The labels of a container or volume this process makes, gone by ``life`` seconds."""
+    return {LABEL: "1", f"{LABEL}.owner": OWNER, f"{LABEL}.expires": str(int(time.time() + life))}
+
+
+def _abandoned(found: Mapping[str, str]) -> bool:
+    """Whether a labelled container or volume is no live grader's: its owner on this host
+    is gone, or it is past its expiry (an owner on another host cannot be asked)."""
+    try:
+        if int(found.get(f"{LABEL}.expires", "0")) < time.time():
+            return True
+    except ValueError:
+        return True
+    host, _, rest = found.get(f"{LABEL}.owner", "").partition("/")
+    pid, _, started = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _start_time(int(pid)) != started
+
+
+def sweep(client: Any) -> int:
+    """Remove the containers, then the volumes, that graders left behind (killed ones);
+    how many. A volume still in use is left for a later sweep."""
+    docker = docker_module()
+    removed = 0
+    for found in client.api.containers(all=True, filters={"label": LABEL}):
+        if _abandoned(found.get("Labels") or {}) and f"{LABEL}.owner" in (found["Labels"] or {}):
+            with contextlib.suppress(docker.errors.APIError):
+                client.api.remove_container(found["Id"], force=True, v=True)
+                removed += 1
+    listed = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
+    for volume in listed:
+        if _abandoned(volume.get("Labels") or {}):
+            with contextlib.suppress(docker.errors.APIError):
+                client.api.remove_volume(volume["Name"])
+                removed += 1
+    return removed
+
+
+# -- the runner ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Keeper:
+    container: str
+    attach: Any  # the socket whose end keeps the keeper's stdin open
+    names: list[str]  # its volumes, mounted at _POOL_AT/<index>
+    free: list[str]  # those not yet given to a tree
+
+
+@dataclass(slots=True)
+class ContainerRunner:
+    """Runs the task's commands in containers of ``image`` (an image id); see the module
+    docstring. ``network`` is the task's: ``none``, ``setup`` (for commands run with
+    ``network=True``) or ``all``. Close it (or use it as a context manager) to remove
+    its volumes and keeper."""
+
+    client: Any
+    image: str
+    limits: Limits = field(default_factory=Limits)
+    network: str = "none"
+    pass_env: Sequence[str] = ()
+    set_env: Mapping[str, str] = field(default_factory=dict)
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    scope: str = field(default_factory=lambda: uuid.uuid4().hex)  # one per runner
+    _volumes: dict[Path, str] = field(default_factory=dict)
+    _read_only: set[Path] = field(default_factory=set)
+    _keepers: list[_Keeper] = field(default_factory=list)
+    _cpuset: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        sweep(self.client)
+        cpus = int(self.client.info().get("NCPU") or os.cpu_count() or 1)
+        wanted = max(1, min(cpus, math.ceil(self.limits.cpus)))
+        # The same CPUs for every command of the runner: the perf grader's two sides
+        # alternate on one set (issue 20).
+        self._cpuset = f"0-{wanted - 1}" if wanted > 1 else "0"
+
+    def __enter__(self) -> ContainerRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # The same questions a Runner answers.
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The variables a command gets on top of the image's own (its PATH is the
+        image's): a throwaway HOME and TMPDIR in ``/tmp``, the task's."""
+        source = os.environ if base is None else base
+        env = {"HOME": "/tmp", "TMPDIR": "/tmp", "USER": NAME, "LOGNAME": NAME}
+        env.update({k: source[k] for k in self.pass_env if k in source})
+        env.update(self.set_env)
+        return env
+
+    def switches_user(self) -> bool:
+        """Commands never run as the grader's user."""
+        return True
+
+    def lock(self, tree: Path) -> None:
+        """Mount ``tree`` read-only in every later command (a perf baseline)."""
+        self._read_only.add(Path(tree))
+
+    def add(self, tree: Path, paths: Sequence[str]) -> None:
+        """The grader wrote ``paths`` (relative) into the host's ``tree`` after a command
+        used it (hidden tests after a networked setup, RepoEnv's WriteFile): copy them
+        into the tree's volume too. Through the keeper, whose root file system is
+        read-only: a link a command planted on the way cannot take them out of the
+        volume."""
+        name = self._volumes.get(Path(tree))
+        if name is None or not paths:
+            return  # copied whole at the first command that uses it
+        keeper = next(k for k in self._keepers if name in k.names)
+        at = f"{_POOL_AT}/{keeper.names.index(name)}"
+        _copy_in(self.client, keeper.container, at, tree, paths)
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        writable: Sequence[Path] = (),
+        collect: Sequence[Path] = (),
+        network: bool = False,
+    ) -> CommandResult:
+        """Run ``command`` in ``cwd`` in a fresh container; ``writable`` trees are its to
+        write, ``collect`` those copied back to the host after it (the grader reads them);
+        ``network``: the command is the task's ``setup``."""
+        check_timeout(timeout)
+        told = progress.current()
+        if told is not None:
+            told.command_started(command, cwd)
+        trees = {Path(cwd), *map(Path, writable), *map(Path, collect)}
+        mounts = [self._mount(tree, read_only=tree not in writable) for tree in sorted(trees)]
+        variables = {**self.environment(), **(env or {})}
+        result = _Run(self, command, Path(cwd), timeout, variables, mounts, network).go(
+            [Path(p) for p in collect]
+        )
+        if told is not None:
+            told.command_finished(result)
+        return result
+
+    def close(self) -> None:
+        """Remove the keepers and every volume of this runner."""
+        docker = docker_module()
+        for keeper in self._keepers:
+            with contextlib.suppress(OSError):
+                _raw(keeper.attach).shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                keeper.attach.close()
+            with contextlib.suppress(docker.errors.APIError):
+                self.client.api.remove_container(keeper.container, force=True)
+            # The volumes are free only once it is gone (auto_remove may still be at it).
+            with contextlib.suppress(Exception):
+                self.client.api.wait(keeper.container, timeout=10, condition="removed")
+        names = [v for k in self._keepers for v in k.names]
+        self._keepers.clear()
+        self._volumes.clear()
+        for name in names:
+            with contextlib.suppress(docker.errors.APIError):
+                self.client.api.remove_volume(name, force=True)
+
+    # The trees.
+
+    def _mount(self, tree: Path, *, read_only: bool) -> Any:
+        docker = docker_module()
+        name = self._volumes.get(tree)
+        if name is None:
+            name = self._volume_for(tree)
+        return docker.types.Mount(
+            target=str(tree),
+            source=name,
+            type="volume",
+            read_only=read_only or tree in self._read_only,
+        )
+
+    def _volume_for(self, tree: Path) -> str:
+        """A pool volume for ``tree``, with the host's tree copied in."""
+        with self._lock:
+            keeper = next((k for k in self._keepers if k.free), None) or self._new_keeper()
+            name = keeper.free.pop()
+        if any(tree.iterdir()):
+            _copy_in(self.client, keeper.container, f"{_POOL_AT}/{keeper.names.index(name)}", tree)
+        self._volumes[tree] = name
+        return name
+
+    def _new_keeper(self) -> _Keeper:
+        docker = docker_module()
+        size = self.limits.disk
+        made = []
+        for index in range(POOL):
+            volume = self.client.api.create_volume(
+                name=f"repogym-{self.scope}-{len(self._keepers)}-{index}",
+                driver="local",
+                driver_opts={
+                    "type": "tmpfs",
+                    "device": "tmpfs",
+                    "o": f"size={size},uid={UID},gid={UID},mode=0755,nosuid,nodev",
+                },
+                labels=labels(KEEPER_LIFE),
+            )
+            made.append(volume["Name"])
+        host = self.client.api.create_host_config(
+            mounts=[
+                docker.types.Mount(target=f"{_POOL_AT}/{i}", source=n, type="volume")
+                for i, n in enumerate(made)
+            ],
+            **_confined(Limits(cpus=0.1, memory=16 << 20, pids=16, disk=1 << 20), "none"),
+            auto_remove=True,
+        )
+        created = self.client.api.create_container(
+            self.image,
+            command=["/bin/sh", "-c", "read -r _"],
+            user=f"{UID}:{UID}",
+            stdin_open=True,  # with detach=False (the default), stdin is closed once detached
+            labels=labels(KEEPER_LIFE),
+            host_config=host,
+        )
+        attach = self.client.api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
+        self.client.api.start(created["Id"])
+        keeper = _Keeper(container=created["Id"], attach=attach, names=made, free=made[::-1])
+        self._keepers.append(keeper)
+        return keeper
+
+
+def _confined(limits: Limits, network: str) -> dict[str, Any]:
+    """The host config every container of repogym's gets: see the module docstring."""
+    docker = docker_module()
+    return {
+        "network_mode": network,
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={limits.disk}"},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,
+        "pids_limit": limits.pids,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "log_config": docker.types.LogConfig(type="none"),
+        "ipc_mode": "private",
+    }
+
+
+def _copy_in(client: Any, container: str, at: str, tree: Path, paths: Sequence[str] = ()) -> None:
+    """Send ``tree``'s content (or only ``paths`` of it) as an archive into ``at`` of
+    ``container``, every entry the command's user's. GNU tar writes it (tens of thousands
+    of files take a tenth of Python's tarfile's time); links are sent as links."""
+    names = ["--", *paths] if paths else ["."]
+    tar = subprocess.Popen(
+        [
+            "tar",
+            "-C",
+            str(tree),
+            f"--owner={UID}",
+            f"--group={UID}",
+            "--numeric-owner",
+            "--no-recursion" if paths else "--recursion",
+            "-cf",
+            "-",
+            *names,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert tar.stdout is not None
+    try:
+        client.api.put_archive(container, at, _chunks(tar.stdout))
+    finally:
+        tar.stdout.close()
+        _, err = tar.communicate()
+    if tar.returncode != 0:
+        raise OSError(f"tar of {tree} failed: {err.decode(errors='replace').strip()}")
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(1 << 20):
+        yield chunk
+
+
+# -- one command ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Run:
+    runner: ContainerRunner
+    command: str
+    cwd: Path
+    timeout: float
+    env: dict[str, str]
+    mounts: list[Any]
+    network: bool
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    cut: list[int] = field(default_factory=lambda: [0, 0])
+
+    def go(self, collect: list[Path]) -> CommandResult:
+        api = self.runner.client.api
+        limits = self.runner.limits
+        given = self.runner.network == "all" or (self.runner.network == "setup" and self.network)
+        host = api.create_host_config(
+            mounts=self.mounts,
+            cpuset_cpus=self.runner._cpuset,
+            **_confined(limits, "bridge" if given else "none"),
+        )
+        created = api.create_container(
+            self.runner.image,
+            command=["/bin/sh", "-c", self.command],
+            user=f"{UID}:{UID}",
+            working_dir=str(self.cwd),
+            environment=self.env,
+            stdin_open=True,  # with detach=False (the default), stdin is closed once detached
+            labels=labels(self.timeout + GRACE),
+            host_config=host,
+        )
+        ident = created["Id"]
+        start = time.monotonic()
+        timed_out = False
+        try:
+            attach = api.attach_socket(
+                ident, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            reader = threading.Thread(target=self._read, args=(attach,), daemon=True)
+            api.start(ident)
+            with contextlib.suppress(OSError):
+                _raw(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
+            reader.start()
+            timed_out = not _wait(api, ident, reader, start + self.timeout)
+            if timed_out:
+                with contextlib.suppress(Exception):
+                    api.kill(ident)
+                api.wait(ident, timeout=60)
+            reader.join(5)
+            state = api.inspect_container(ident)["State"]
+            for tree in collect:
+                _copy_out(api, ident, tree)
+        finally:
+            elapsed = time.monotonic() - start
+            with contextlib.suppress(Exception):
+                api.remove_container(ident, force=True)
+        if state.get("OOMKilled"):
+            self.stderr += (
+                f"\nrepogym: killed: the command went over its memory limit "
+                f"({limits.memory >> 20} MiB, environment.limits.memory)\n"
+            ).encode()
+        return CommandResult(
+            command=self.command,
+            exit_code=None if timed_out else int(state.get("ExitCode", -1)),
+            timed_out=timed_out,
+            duration=_duration(state) or elapsed,
+            stdout=self.stdout.decode("utf-8", "replace"),
+            stderr=self.stderr.decode("utf-8", "replace"),
+            stdout_cut=self.cut[0],
+            stderr_cut=self.cut[1],
+        )
+
+    def _read(self, attach: Any) -> None:
+        leave_stop_signals_to_the_main_thread()
+        frames = docker_module().utils.socket.frames_iter(attach, tty=False)
+        cap = self.runner.output_cap
+        with contextlib.suppress(Exception):
+            for stream, data in frames:
+                if stream == 2:
+                    self.cut[1] += keep_tail(self.stderr, data, cap)
+                else:
+                    self.cut[0] += keep_tail(self.stdout, data, cap)
+        with contextlib.suppress(Exception):
+            attach.close()
+
+
+def _raw(attach: Any) -> Any:
+    """The socket under the SDK's wrapper of an attach stream."""
+    return getattr(attach, "_sock", attach)
+
+
+def _wait(api: Any, ident: str, reader: threading.Thread, deadline: float) -> bool:
+    """Wait for the container to exit by ``deadline`` (monotonic); whether it did. In
+    slices, so that a cancel's signal is handled at once (see repogym.runner.POLL_SLICE)."""
+    while reader.is_alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        reader.join(min(POLL_SLICE, left))
+    # Its output ended: the process exited, or closed its output and goes on.
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            api.wait(ident, timeout=max(1, math.ceil(min(POLL_SLICE, left))))
+            return True
+        except Exception as error:  # the request's read timed out: still running
+            said = f"{type(error).__name__} {error}".lower()
+            if "timed out" not in said and "timeout" not in said:
+                raise
+
+
+def _duration(state: Mapping[str, Any]) -> float | None:
+    """Seconds from the process's start to its exit as the engine recorded them."""
+    started, finished = _instant(state.get("StartedAt")), _instant(state.get("FinishedAt"))
+    if started is None or finished is None or finished < started:
+        return None
+    return (finished - started) / 1e9
+
+
+def _instant(text: Any) -> int | None:
+    """An RFC 3339 time of the engine's, with its nanoseconds, in ns since the epoch."""
+    if not isinstance(text, str) or not text.endswith("Z") or text.startswith("0001-"):
+        return None
+    whole, _, fraction = text[:-1].partition(".")
+    try:
+        moment = datetime.fromisoformat(whole).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    nanos = int((fraction + "000000000")[:9]) if fraction.isdigit() else 0
+    return int(moment.timestamp()) * 1_000_000_000 + nanos
+
+
+def _copy_out(api: Any, ident: str, tree: Path) -> None:
+    """Replace the host's ``tree`` with the container's: the archive the engine gives
+    is the command's to shape, so nothing in it is followed, no member may leave the
+    tree, and only directories, regular files and links are made (issue 20)."""
+    stream, _ = api.get_archive(ident, str(tree))
+    for child in list(tree.iterdir()):
+        _remove(child)
+    reader: Any = _StreamReader(stream)
+    with tarfile.open(fileobj=reader, mode="r|") as archive:
+        for member in archive:
+            parts = PurePosixPath(member.name).parts[1:]  # the archive's top is the tree
+            if not parts:
+                continue
+            member.name = "/".join(parts)
+            kept = _member(member, tree)
+            if kept is not None:
+                archive.extract(kept, tree, set_attrs=not kept.issym(), filter="fully_trusted")
+
+
+def _member(member: tarfile.TarInfo, dest: Path) -> tarfile.TarInfo | None:
+    """``member`` as it may be made in ``dest``, or None to leave it out."""
+    if ".." in PurePosixPath(member.name).parts or member.name.startswith("/"):
+        return None
+    if member.issym():
+        parent = os.path.realpath(dest / PurePosixPath(member.name).parent)
+        inside = parent == str(dest) or parent.startswith(str(dest) + os.sep)
+        return member.replace(uid=os.geteuid(), gid=os.getegid()) if inside else None
+    if not (member.isdir() or member.isreg() or member.islnk()):
+        return None
+    try:
+        checked = tarfile.data_filter(member, str(dest))
+    except tarfile.FilterError:
+        return None
+    return checked.replace(uid=os.geteuid(), gid=os.getegid(), uname="", gname="")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        for child in list(path.iterdir()):
+            _remove(child)
+        path.rmdir()
+    else:
+        path.unlink()
+
+
+class _StreamReader:
+    """A file over the chunks the SDK yields, for tarfile's stream mode."""
+
+    def __init__(self, chunks: Any) -> None:
+        self._chunks = iter(chunks)
+        self._pending = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._pending) < size:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._pending += chunk
+        if size < 0:
+            data, self._pending = self._pending, b""
+        else:
+            data, self._pending = self._pending[:size], self._pending[size:]
+        return data
+
+
+AnyRunner = Runner | ContainerRunner  # what runs a grade's commands
