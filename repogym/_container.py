@@ -194,7 +194,6 @@ class ContainerRunner:
     output_cap: int = DEFAULT_OUTPUT_CAP
     scope: str = field(default_factory=lambda: uuid.uuid4().hex)  # one per runner
     _volumes: dict[Path, str] = field(default_factory=dict)
-    _read_only: set[Path] = field(default_factory=set)
     _keepers: list[_Keeper] = field(default_factory=list)
     _cpuset: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -229,8 +228,8 @@ class ContainerRunner:
         return True
 
     def lock(self, tree: Path) -> None:
-        """Mount ``tree`` read-only in every later command (a perf baseline)."""
-        self._read_only.add(Path(tree))
+        """Nothing to do: a tree is mounted read-only in every command not given it to
+        write (a perf baseline, the tree of RepoEnv's agent in the tests' command)."""
 
     def add(self, tree: Path, paths: Sequence[str]) -> None:
         """The grader wrote ``paths`` (relative) into the host's ``tree`` after a command
@@ -304,7 +303,7 @@ class ContainerRunner:
             target=str(tree),
             source=name,
             type="volume",
-            read_only=read_only or tree in self._read_only,
+            read_only=read_only,
         )
 
     def _volume_for(self, tree: Path) -> str:

@@ -226,6 +226,8 @@ def _grade(args: argparse.Namespace) -> int:
         )
         raise
     result = grading.result
+    for warning in (grading.environment or {}).get("warnings", []):
+        print(f"repogym: warning: {warning}", file=sys.stderr)
     report = report_dict(grading)
     texts = {
         "json": lambda: to_json(report),

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from repogym import _git
+from repogym._container import AnyRunner, ContainerRunner
 from repogym._links import LinkInTree, open_regular
 from repogym._words import counted
+from repogym.environment import prepare
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
@@ -146,7 +148,14 @@ class RepoEnv:
         self.base = _git.resolve_commit(self.repo, base)
         self.base_ref = base
         self.task = task_for(self.repo, self.base, base, task)
-        self.runner = Runner(pass_env=self.task.pass_env, set_env=self.task.env)
+        # In the task's environment when it names one: prepared here, once, so that what
+        # keeps it from being had is said before the first step (issue 20).
+        self.runner: AnyRunner = (
+            Runner(pass_env=self.task.pass_env, set_env=self.task.env)
+            if self.task.environment is None
+            else prepare(self.task, self.repo, self.base).runner(self.task)
+        )
+        self._close_runner = weakref.finalize(self, self.runner.close)
         self.keep_workspace = keep_workspace
         self.max_steps = max_steps
         self.steps = 0
@@ -163,7 +172,9 @@ class RepoEnv:
         episode is deterministic.
         """
         self._discard()
-        self._root = _clone_at(self.repo, self.base)
+        self._root = _clone_at(
+            self.repo, self.base, shared=not isinstance(self.runner, ContainerRunner)
+        )
         if not self.keep_workspace:
             holder = str(self._root.parent)
             self._cleanup = weakref.finalize(self, shutil.rmtree, holder, True)
@@ -187,8 +198,10 @@ class RepoEnv:
         return observation, reward, terminated, truncated, info
 
     def close(self) -> None:
-        """Remove the workspace (unless kept). Calling it again does nothing."""
+        """Remove the workspace (unless kept) and the environment's volumes. Calling it
+        again does nothing."""
         self._discard()
+        self._close_runner()
         self._state = "closed"
 
     def __enter__(self) -> RepoEnv:
@@ -238,6 +251,13 @@ class RepoEnv:
         read-only to every other command afterwards: the tests a Submit runs cannot plant
         anything in it for the next episode (issue 9)."""
         root = self.workspace.root
+        if isinstance(self.runner, ContainerRunner):
+            # Bytecode in the container's /tmp; the tree comes back to the host after
+            # each command, where ReadFile and the grade read it.
+            variables = {"PYTHONPYCACHEPREFIX": "/tmp/pycache", **(env or {})}
+            return self.runner.run(
+                command, root, timeout=timeout, env=variables, writable=[root], collect=[root]
+            )
         with tempfile.TemporaryDirectory(prefix="repogym-env-pycache-") as holder:
             # Bytecode out of the tree: a .pyc there would be part of the submission.
             pycache = Path(holder) / "pycache"
@@ -272,6 +292,7 @@ class RepoEnv:
                 return _observation(text), 0.0, {}
             data = action.content.encode() if isinstance(action.content, str) else action.content
             write_atomic(target, data, tree=root)
+            self.runner.add(root, [target.relative_to(root).as_posix()])
             return _observation(f"wrote {counted(len(data), 'byte')} to {action.path}"), 0.0, {}
         except WorkspaceError as error:
             return _observation(error=str(error)), 0.0, {}
@@ -286,6 +307,8 @@ class RepoEnv:
     def _apply_patch(self, action: ApplyPatch) -> _Outcome:
         # git itself refuses paths that leave the tree, go through a symlink or into .git.
         # It runs through the runner: the workspace's git config is the agent's to edit.
+        if isinstance(self.runner, ContainerRunner):
+            return self._apply_patch_in_container(action)
         with tempfile.TemporaryDirectory(prefix="repogym-patch-") as holder:
             patch = Path(holder) / "action.patch"
             patch.write_text(action.patch, encoding="utf-8")
@@ -293,6 +316,21 @@ class RepoEnv:
             Path(holder).chmod(0o755)  # the agent's user reads the patch
             patch.chmod(0o644)
             run = self._run_agent(command, _APPLY_TIMEOUT, {"LC_ALL": "C"})
+        error = None if run.ok else f"git apply: {_git_errors(run)}"
+        return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
+
+    def _apply_patch_in_container(self, action: ApplyPatch) -> _Outcome:
+        """In a container the patch goes in with the tree: into its ``.git``, which is
+        not part of the submission, removed by the same command (the image needs git)."""
+        root = self.workspace.root
+        name = ".git/repogym-action.patch"
+        try:
+            write_atomic(root / name, action.patch.encode(), tree=root)
+        except (LinkInTree, OSError) as failed:
+            return _observation(error=f"git apply: cannot write the patch: {failed}"), 0.0, {}
+        self.runner.add(root, [name])
+        command = f"git apply --verbose -- {name}; status=$?; rm -f {name}; exit $status"
+        run = self._run_agent(command, _APPLY_TIMEOUT, {"LC_ALL": "C"})
         error = None if run.ok else f"git apply: {_git_errors(run)}"
         return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
 
@@ -340,7 +378,7 @@ class RepoEnv:
         self._root = None
 
 
-def _clone_at(repo: Path, sha: str) -> Path:
+def _clone_at(repo: Path, sha: str, *, shared: bool) -> Path:
     """A work tree checked out (detached) at ``sha`` in a new temporary directory.
 
     The tree is a directory of its own inside that one, which stays the grader's: the
@@ -355,7 +393,7 @@ def _clone_at(repo: Path, sha: str) -> Path:
                 f"{root}: the temporary directory is inside {repo}; "
                 "set TMPDIR to a directory outside the repository"
             )
-        clone_at(repo, sha, root)
+        clone_at(repo, sha, root, shared=shared)
     except BaseException:
         shutil.rmtree(holder, ignore_errors=True)
         raise

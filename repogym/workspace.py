@@ -422,13 +422,15 @@ def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = Non
     return holder / "tree"
 
 
-def clone_at(repo: Path, commit: str, dest: Path) -> Path:
+def clone_at(repo: Path, commit: str, dest: Path, *, shared: bool = True) -> Path:
     """A git work tree at ``dest``, checked out (detached) at ``commit``.
 
     It borrows ``repo``'s objects read-only (``--shared``) and has no remote, so nothing
-    done in it, a ``git push`` included, reaches ``repo``.
+    done in it, a ``git push`` included, reaches ``repo``. Without ``shared`` it has
+    objects of its own (a tree that goes into a container, where ``repo`` is not).
     """
-    _git.git(["clone", "--shared", "--no-checkout", "--quiet", "--", str(repo), str(dest)], repo)
+    how = "--shared" if shared else "--no-hardlinks"
+    _git.git(["clone", how, "--no-checkout", "--quiet", "--", str(repo), str(dest)], repo)
     _git.git(["checkout", "--quiet", "--detach", commit], dest)
     _git.git(["remote", "remove", "origin"], dest)
     return dest
