@@ -276,10 +276,7 @@ class ContainerRunner:
         """Remove the keepers and every volume of this runner."""
         docker = docker_module()
         for keeper in self._keepers:
-            with contextlib.suppress(OSError):
-                _raw(keeper.attach).shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                keeper.attach.close()
+            _close(keeper.attach)
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_container(keeper.container, force=True)
             # The volumes are free only once it is gone (auto_remove may still be at it).
@@ -291,6 +288,7 @@ class ContainerRunner:
         for name in names:
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_volume(name, force=True)
+        self.client.close()
 
     # The trees.
 
@@ -495,8 +493,19 @@ class _Run:
                     self.cut[1] += keep_tail(self.stderr, data, cap)
                 else:
                     self.cut[0] += keep_tail(self.stdout, data, cap)
-        with contextlib.suppress(Exception):
-            attach.close()
+        _close(attach)
+
+
+def _close(attach: Any) -> None:
+    """Close an attach stream and the socket under it (the SDK's wrapper leaves it open):
+    the container's stdin ends."""
+    raw = _raw(attach)
+    with contextlib.suppress(OSError):
+        raw.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        attach.close()
+    with contextlib.suppress(OSError):
+        raw.close()
 
 
 def _raw(attach: Any) -> Any:

@@ -1,0 +1,256 @@
+"""A task's ``environment`` (issue 20), end to end on a real Docker engine: the examples
+graded in an image give the verdicts they get on this machine, RepoEnv's agent works in
+it, a cancelled grade leaves no container, and what keeps an environment from being had
+is one line and exit 2 before any grading."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import docker
+import pytest
+
+from repogym._container import LABEL
+from repogym._demo import build_example_repo
+from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
+from tests.conftest import IDENTITY
+from tests.envimage import PYTHON, python_image
+from tests.waiting import BACKSTOP, ready_to_read
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return python_image()
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env={**os.environ, **IDENTITY}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _with_environment(repo: Path, environment: str) -> None:
+    """Put ``environment`` (YAML lines) into the task on main, the submission on top."""
+    _git(repo, "checkout", "--quiet", "main")
+    task = repo / ".repogym.yml"
+    task.write_text(task.read_text() + environment)
+    _git(repo, "add", "--all")
+    _git(repo, "commit", "--quiet", "-m", "environment")
+    _git(repo, "checkout", "--quiet", "submission")
+    _git(repo, "rebase", "--quiet", "main")
+
+
+def _grade(repo: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
+    report = repo.parent / f"{repo.name}-report.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "repogym",
+            "grade",
+            "-C",
+            str(repo),
+            "--base",
+            "main",
+            "--json",
+            str(report),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=BACKSTOP,
+    )
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return done.returncode, data, done.stdout + done.stderr
+
+
+def _ours() -> list[str]:
+    """Containers and volumes of this process's graders still on the engine."""
+    client = docker.from_env()
+    found = [c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})]
+    volumes = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
+    mine = [v["Name"] for v in volumes if str(os.getpid()) in v["Labels"].get(f"{LABEL}.owner", "")]
+    return found + mine
+
+
+@pytest.mark.parametrize("example", ["bugfix", "perf"])
+@pytest.mark.parametrize("solution", [True, False], ids=["solution", "empty"])
+def test_an_example_gets_the_same_verdict_in_an_environment(
+    tmp_path: Path, image: str, example: str, solution: bool
+) -> None:
+    plain = build_example_repo(example, tmp_path / "plain", solution=solution)
+    boxed = build_example_repo(example, tmp_path / "boxed", solution=solution)
+    _with_environment(boxed, f"environment:\n  image: {image}\n")
+    code, without, _ = _grade(plain)
+    code_in, within, said = _grade(boxed)
+    assert code_in == code, said
+    assert within["passed"] == without["passed"]
+    scores = {c["name"]: c["passed"] for c in within["components"]}
+    assert scores == {c["name"]: c["passed"] for c in without["components"]}
+    recorded = within["environment"]
+    assert recorded["source"] == "image" and recorded["image"] == image
+    assert recorded["id"].startswith("sha256:") and recorded["how"] == "local"
+    assert recorded["network"] == "none"
+    # A tag without a digest is allowed, with a warning that names what it resolved to.
+    assert f"`environment.image` {image!r} names no digest" in said
+    assert recorded["id"] in said
+    assert without["environment"] is None
+
+
+def test_a_dockerfile_is_built_at_the_base_then_reused(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _git(repo, "checkout", "--quiet", "main")
+    (repo / ".repogym").mkdir()
+    marker = os.urandom(6).hex()
+    (repo / ".repogym" / "Dockerfile").write_text(f"FROM {image}\nLABEL marker={marker}\n")
+    _with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    code, first, said = _grade(repo)
+    assert code == 0, said
+    assert first["environment"]["how"] == "built"
+    code, second, said = _grade(repo)
+    assert code == 0, said
+    assert second["environment"]["how"] == "reused"
+    assert second["environment"]["id"] == first["environment"]["id"]
+    built = docker.from_env().images.get(first["environment"]["id"])
+    assert built.labels["marker"] == marker
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "expected"),
+    [
+        (None, "`environment.dockerfile` .repogym/Dockerfile is not in the base commit"),
+        ("RUN echo the-build-log-tail && false", "does not build"),
+    ],
+    ids=["missing", "failing"],
+)
+def test_a_dockerfile_that_cannot_be_had_stops_the_grade(
+    tmp_path: Path, image: str, dockerfile: str | None, expected: str
+) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _git(repo, "checkout", "--quiet", "main")
+    if dockerfile is not None:
+        (repo / ".repogym").mkdir()
+        (repo / ".repogym" / "Dockerfile").write_text(f"FROM {image}\n{dockerfile}\n")
+    _with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    code, report, said = _grade(repo)
+    assert code == 2, said
+    assert expected in said
+    assert "Traceback" not in said and "FAIL" not in said
+    assert report["error"]["message"].startswith(".repogym.yml")
+    if dockerfile is not None:
+        assert "  | the-build-log-tail" in said
+
+
+def test_no_engine_is_one_line_before_grading(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _with_environment(repo, f"environment:\n  image: {image}\n")
+    missing = tmp_path / "no-such.sock"
+    code, _, said = _grade(repo, env={"DOCKER_HOST": f"unix://{missing}"})
+    assert code == 2, said
+    lines = said.strip().splitlines()
+    assert lines == [
+        f"repogym: error: no Docker engine at unix://{missing}: start one (dockerd), or set "
+        "DOCKER_HOST to the engine's address; the task's `environment` runs its commands there"
+    ]
+
+
+def test_setup_with_network_runs_before_the_hidden_tests_are_in(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _git(repo, "checkout", "--quiet", "main")
+    hidden = repo / ".repogym" / "hidden" / "tests"
+    hidden.mkdir(parents=True)
+    (hidden / "test_hidden.py").write_text(
+        "from pathlib import Path\n\n"
+        "def test_setup_saw_no_hidden_test():\n"
+        "    assert Path('seen-by-setup.txt').read_text() == 'absent\\n'\n"
+    )
+    task = repo / ".repogym.yml"
+    text = task.read_text().replace(
+        "  timeout: 120\n", "  timeout: 120\n  hidden: .repogym/hidden\n"
+    )
+    text = text.replace(
+        "  pass_to_pass:\n",
+        "  pass_to_pass:\n    - tests/test_hidden.py::test_setup_saw_no_hidden_test\n",
+    )
+    task.write_text(
+        text.replace(
+            "type: bugfix\n",
+            "type: bugfix\nsetup: "
+            "test -e tests/test_hidden.py && echo present > seen-by-setup.txt"
+            " || echo absent > seen-by-setup.txt\n",
+        )
+    )
+    _with_environment(repo, f"environment:\n  image: {image}\n  network: setup\n")
+    code, report, said = _grade(repo)
+    assert code == 0, said
+    tests = next(c for c in report["components"] if c["name"] == "tests")
+    assert (
+        tests["details"]["pass_to_pass"]["tests/test_hidden.py::test_setup_saw_no_hidden_test"]
+        == "passed"
+    )
+
+
+def test_repoenv_runs_the_agent_in_the_environment(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo", solution=False)
+    _with_environment(repo, f"environment:\n  image: {image}\n")
+    solution = build_example_repo("bugfix", tmp_path / "gold")
+    fixed = (solution / "src" / "slugify" / "core.py").read_text()
+    with RepoEnv(repo, base="main") as env:
+        env.reset()
+        observation, *_ = env.step(RunCommand("id -u; ls /sys/class/net; echo made > made.txt"))
+        assert observation["output"].splitlines() == ["10001", "lo"]
+        assert (env.workspace.root / "made.txt").read_text() == "made\n"
+        env.step(RunCommand("rm made.txt"))
+        assert not (env.workspace.root / "made.txt").exists()
+        env.step(WriteFile("src/slugify/core.py", fixed))
+        observation, *_ = env.step(RunCommand("git status --short"))
+        assert observation["output"] == " M src/slugify/core.py\n"
+        observation, reward, terminated, _, _ = env.step(Submit())
+    assert terminated and reward == 1.0, observation
+    assert _ours() == []
+
+
+def test_a_cancelled_grade_leaves_no_container(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _git(repo, "checkout", "--quiet", "main")
+    task = repo / ".repogym.yml"
+    task.write_text(
+        task.read_text().replace(
+            "command: python -m pytest", "command: echo started; sleep 3600; python -m pytest"
+        )
+    )
+    _with_environment(repo, f"environment:\n  image: {image}\n")
+    grading = subprocess.Popen(
+        [sys.executable, "-m", "repogym", "grade", "-C", str(repo), "--base", "main"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    client = docker.from_env()
+    try:
+        assert grading.stderr is not None
+        # The progress line of the test command is the sign that its container runs.
+        line = ""
+        while "sleep 3600" not in line:
+            ready_to_read(grading.stderr.fileno(), grading, "the test command's start")
+            line = grading.stderr.readline()
+            assert line, "repogym ended before the test command started"
+        running = client.api.containers(filters={"label": LABEL, "status": "running"})
+        assert any("sleep 3600" in " ".join(c["Command"].split()) for c in running)
+        grading.send_signal(signal.SIGTERM)
+        assert grading.wait(BACKSTOP) == 128 + signal.SIGTERM
+    finally:
+        grading.kill()
+        grading.wait()
+    left = client.api.containers(all=True, filters={"label": f"{LABEL}.owner"})
+    assert [c for c in left if f"/{grading.pid}/" in c["Labels"][f"{LABEL}.owner"]] == []
+    volumes = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
+    assert [v for v in volumes if f"/{grading.pid}/" in v["Labels"][f"{LABEL}.owner"]] == []
