@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,33 @@ def action_image() -> str:
 
     docker.engine_or_skip()
     return docker.build()
+
+
+@pytest.fixture(scope="session")
+def env_images() -> Iterator[tuple[str, ...]]:
+    """The public images the environment examples' Dockerfiles start from (issue 20): the
+    engine's own, or stand-ins built on the local base (tests/container/envimages.py) and
+    removed again at the session's end. Skips without a Docker engine, fails instead where
+    REPOGYM_REQUIRE_DOCKER=1."""
+    from tests import docker
+
+    docker.engine_or_skip()
+    try:
+        import docker as sdk
+
+        from tests.container import envimages
+    except ImportError as error:  # the Docker SDK for Python, `pip install docker`
+        message = f"no Docker SDK for Python ({error}): `pip install docker`"
+        if os.environ.get(docker.REQUIRE) == "1":
+            pytest.fail(message + f" ({docker.REQUIRE}=1)")
+        pytest.skip(message)
+    client = sdk.from_env()
+    try:
+        try:
+            tags = tuple(envimages.ensure(client))
+        except envimages.StandInError as error:
+            pytest.fail(str(error))
+        yield tags
+    finally:
+        envimages.remove_added(client)
+        client.close()

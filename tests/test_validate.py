@@ -7,11 +7,26 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from repogym._demo import build_example_repo, example_names
+from repogym._demo import EXAMPLES, build_example_repo, example_names
 from tests.conftest import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+
+
+def _examples() -> list[object]:
+    """The examples, those whose commands run in containers (``environment:``) skipped.
+
+    TODO(issue 20): validate them too once the task file takes ``environment:``; until then
+    tests/container/test_env_examples_images.py runs their tests in their images.
+    """
+    return [
+        pytest.param(name, marks=pytest.mark.skip(reason="`environment:` (issue 20)"))
+        if "environment" in yaml.safe_load((EXAMPLES / name / "repo/.repogym.yml").read_text())
+        else name
+        for name in example_names()
+    ]
 
 
 def validate(repo: Path | Repo, *args: str) -> subprocess.CompletedProcess[str]:
@@ -33,7 +48,7 @@ def validate(repo: Path | Repo, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", example_names())
+@pytest.mark.parametrize("name", _examples())
 def test_every_example_is_valid_with_its_solution(name: str, tmp_path: Path) -> None:
     repo = build_example_repo(name, tmp_path / name)
     done = validate(repo, "--solution", "submission")
@@ -45,10 +60,6 @@ def test_every_example_is_valid_with_its_solution(name: str, tmp_path: Path) -> 
 
 
 def test_the_examples_cover_every_task_type() -> None:
-    import yaml
-
-    from repogym._demo import EXAMPLES
-
     types = {
         yaml.safe_load((EXAMPLES / n / "repo/.repogym.yml").read_text())["type"]
         for n in example_names()
