@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 from pathlib import Path
 
 from repogym import _git
-from repogym.errors import UsageError
+from repogym.environment import prepare
+from repogym.errors import EngineError, UsageError
+from repogym.workspace import task_at
 
 
 def _examples() -> Path:
@@ -67,3 +70,36 @@ def _commit(repo: Path, message: str) -> None:
 
 def _run(args: list[str], repo: Path) -> None:
     _git.git(args, repo, env=_IDENTITY)
+
+
+def skipped(repo: Path) -> tuple[str, bool] | None:
+    """Why the example at ``repo`` cannot be graded here, and whether that is the user's
+    to fix before the demo means anything (a missing pytest) rather than a part of it the
+    machine does not have (a Docker engine, an image it cannot pull); None to grade it.
+
+    Both are said up front, in one line, instead of grading every example ``FAIL 0.000``
+    with the reason in a test log that hidden tests keep out of the report."""
+    sha = _git.resolve_commit(repo, "main")
+    task = task_at(repo, sha, "main")
+    if task.environment is not None:
+        try:
+            prepare(task, repo, sha).client.close()
+        except EngineError as error:
+            said = error.lines[0].split(" (the build log")[0]
+            return f"its environment cannot be had here: {said}", False
+        return None
+    command = task.tests.command if task.tests is not None else ""
+    if command.startswith("python -m pytest"):
+        python = shutil.which("python")
+        if python is None:
+            return "its tests run `python -m pytest`, and there is no `python` on PATH", True
+        probe = subprocess.run(
+            [python, "-c", "import pytest"], capture_output=True, check=False, timeout=120
+        )
+        if probe.returncode != 0:
+            return (
+                f"its tests run `python -m pytest`, and {python} has no pytest: "
+                f"install it there (`{python} -m pip install pytest`)",
+                True,
+            )
+    return None

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from repogym import __version__, _git
-from repogym._demo import build_example_repo, example_names
+from repogym._demo import build_example_repo, example_names, skipped
 from repogym._process import (
     Interrupted,
     discard_stdout,
@@ -355,6 +355,11 @@ def _demo(args: argparse.Namespace) -> int:
         for name in example_names():
             repo = build_example_repo(name, root / name)
             report = root / f"{name}.json"
+            skip = skipped(repo)
+            if skip is not None:
+                print(f"== {name}: skipped: {skip[0]}\n")
+                worst = max(worst, EXIT_ERROR if skip[1] else 0)
+                continue
             print(f"== {name}: grading branch `submission` of {repo} against `main`")
             grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
             worst = max(worst, run_command(grade))

@@ -19,7 +19,7 @@ from repogym._container import LABEL
 from repogym._demo import build_example_repo
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
 from tests.conftest import IDENTITY
-from tests.envimage import PYTHON, python_image
+from tests.envimage import python_image
 from tests.waiting import BACKSTOP, ready_to_read
 
 
