@@ -12,7 +12,7 @@ import docker
 
 from tests.docker import base_image, engine_or_skip
 
-PYTHON = "repogym-test-python:env"
+PYTHON = "repogym-test-python:python-is-python3"
 _RECIPE_LABEL = "repogym.test-recipe"
 _PYTHON_RECIPE = """\
 FROM {base}

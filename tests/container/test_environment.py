@@ -20,7 +20,7 @@ from repogym._demo import build_example_repo
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
 from tests.conftest import IDENTITY
 from tests.envimage import python_image
-from tests.waiting import BACKSTOP, ready_to_read
+from tests.waiting import BACKSTOP
 
 
 @pytest.fixture(scope="module")
@@ -228,23 +228,22 @@ def test_a_cancelled_grade_leaves_no_container(tmp_path: Path, image: str) -> No
         )
     )
     _with_environment(repo, f"environment:\n  image: {image}\n")
+    client = docker.from_env()
+    # The engine's events say when the test command's container starts: no polling.
+    events = client.events(
+        decode=True, filters={"label": LABEL, "event": "start", "type": "container"}
+    )
     grading = subprocess.Popen(
         [sys.executable, "-m", "repogym", "grade", "-C", str(repo), "--base", "main"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    client = docker.from_env()
     try:
-        assert grading.stderr is not None
-        # The progress line of the test command is the sign that its container runs.
-        line = ""
-        while "sleep 3600" not in line:
-            ready_to_read(grading.stderr.fileno(), grading, "the test command's start")
-            line = grading.stderr.readline()
-            assert line, "repogym ended before the test command started"
-        running = client.api.containers(filters={"label": LABEL, "status": "running"})
-        assert any("sleep 3600" in " ".join(c["Command"].split()) for c in running)
+        for event in events:
+            started = client.api.inspect_container(event["id"])
+            if "sleep 3600" in " ".join(started["Config"]["Cmd"]):
+                break
+        events.close()
         grading.send_signal(signal.SIGTERM)
         assert grading.wait(BACKSTOP) == 128 + signal.SIGTERM
     finally:
