@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym import _git
+from repogym import _git, _notfound
 from repogym._store import copies_dir
+from repogym.errors import CommandNotFound
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult, Runner
@@ -115,7 +116,7 @@ def perf_baseline(workspace: Workspace, runner: Runner) -> Path:
     tree.parent.chmod(0o711)
     try:
         _set_up(runner, workspace, tree, "baseline")
-    except _Failure:
+    except (_Failure, CommandNotFound):
         shutil.rmtree(tree.parent, ignore_errors=True)
         raise
     # From here on the baseline is the grader's and read-only to every command: the
@@ -135,6 +136,8 @@ def _set_up(runner: Runner, workspace: Workspace, tree: Path, side: Side) -> Pat
     setup, perf = workspace.task.setup, workspace.task.perf
     if setup and perf is not None:
         result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree])
+        # A program the shell did not find is the machine's to install (issue 20).
+        _notfound.check(result, "setup", runner.environment()["PATH"])
         if not result.ok:
             raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
@@ -199,6 +202,7 @@ class _Bench:
             env=self.env[side],
             writable=writable,
         )
+        _notfound.check(result, "perf.command", self.runner.environment()["PATH"])
         where = f"the {side} benchmark ({which})"
         if result.timed_out:
             raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repogym import _git
+from repogym import _git, _notfound
 from repogym._store import copies_dir
 from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym._words import counted
@@ -122,8 +122,11 @@ def _run_and_parse(
 ) -> tuple[CommandResult | None, dict[str, TestResult], str | None]:
     """Run setup and the tests in ``tree``; the results by id, or the reason there are
     none."""
+    # A program the shell did not find is the machine's to install (issue 20).
+    path = runner.environment()["PATH"]
     if workspace.task.setup:
         setup = runner.run(workspace.task.setup, tree, timeout=config.timeout, writable=[tree])
+        _notfound.check(setup, "setup", path)
         if not setup.ok:
             return setup, {}, f"setup command failed ({setup.describe()})"
     # Next to the copy, in the grader's own directory: the sandbox user's clean-up
@@ -133,6 +136,7 @@ def _run_and_parse(
     junit = reports / "junit.xml"
     command = config.command.replace("{junit}", shlex.quote(str(junit)))
     run = runner.run(command, tree, timeout=config.timeout, writable=[tree, reports])
+    _notfound.check(run, "tests.command", path)
     if run.timed_out:
         return run, {}, f"the test command {run.describe()}"
     known = config.fail_to_pass + config.pass_to_pass
