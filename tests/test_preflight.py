@@ -148,3 +148,11 @@ def test_the_directory_of_the_copies(root: Path) -> None:
         f"the sandbox user (uid {UID}) cannot reach {copies}, where the copies are made: "
         f"{root / 'locked'} is mode 0700; run `chmod o+x {root / 'locked'}`" + OFF
     ]
+
+
+def test_a_task_that_runs_no_command_needs_no_way(root: Path) -> None:
+    copies = root / "locked" / "copies"
+    copies.mkdir(parents=True)
+    (root / "locked").chmod(0o700)
+    refactor = parse_task("version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n")
+    assert problems(refactor, "/usr/bin", {str(copies): "the copies"}, UID) == []

@@ -102,3 +102,19 @@ def test_a_python_it_reaches_grades_as_before(case: Case, places: tuple[Path, Pa
     solved(case, f"{open_}/bin:/usr/bin:/bin")
     graded = case.grade()
     assert graded.returncode == 0 and verdict(graded).startswith("PASS 1.000"), graded.output
+
+
+def test_copies_out_of_the_sandbox_users_reach_stop_the_grade(
+    case: Case, places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked, open_ = places
+    (locked / "copies").mkdir()
+    monkeypatch.setenv("REPOGYM_COPIES", str(locked / "copies"))
+    solved(case, f"{open_}/bin:/usr/bin:/bin")
+    graded = case.grade()
+    assert graded.returncode == 2, graded.output
+    assert graded.stderr.splitlines() == [
+        f"repogym: error: the sandbox user (uid {_sandbox.first_uid()}) cannot reach "
+        f"{locked}/copies, where the copies are made: {locked} is mode 0700; run "
+        f"`chmod o+x {locked}`" + OFF
+    ]
