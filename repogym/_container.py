@@ -36,9 +36,12 @@ import contextlib
 import importlib
 import math
 import os
+import shlex
+import shutil
 import socket
 import subprocess
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
@@ -187,6 +190,7 @@ class ContainerRunner:
 
     client: Any
     image: str
+    name: str = ""  # what the task named (a Dockerfile's path, an image), for messages
     limits: Limits = field(default_factory=Limits)
     network: str = "none"
     pass_env: Sequence[str] = ()
@@ -205,6 +209,26 @@ class ContainerRunner:
         # The same CPUs for every command of the runner: the perf grader's two sides
         # alternate on one set (issue 20).
         self._cpuset = f"0-{wanted - 1}" if wanted > 1 else "0"
+
+    @property
+    def path(self) -> str:
+        """The image's PATH, which its commands get."""
+        config = self.client.api.inspect_image(self.image).get("Config") or {}
+        found = [v[5:] for v in config.get("Env") or [] if v.startswith("PATH=")]
+        return found[0] if found else ""
+
+    def has_program(self, program: str) -> bool:
+        """Whether ``program`` is on the image's PATH: asked of a fresh container with no
+        tree, when a command said it was not found (the output may have lied)."""
+        where = Path(tempfile.mkdtemp(prefix="repogym-probe-"))
+        try:
+            probe = self.run(
+                f"command -v {shlex.quote(program)}", where, timeout=60, writable=[where]
+            )
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+            self._volumes.pop(where, None)
+        return probe.ok
 
     def __enter__(self) -> ContainerRunner:
         return self

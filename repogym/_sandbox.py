@@ -213,6 +213,13 @@ def _ids() -> list[int]:
     return [_base() + n for n in range(SLOTS) if _free(_base() + n)]
 
 
+def first_uid() -> int:
+    """The uid of the first slot, the one an idle machine gives a run: how messages name
+    the sandbox user (repogym._preflight)."""
+    ids = _ids()
+    return ids[0] if ids else _base()
+
+
 def _free(uid: int) -> bool:
     """Whether ``uid`` (and the gid of that number) names no user or group but ours."""
     names = set()

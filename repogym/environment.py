@@ -67,6 +67,7 @@ class Prepared:
         return ContainerRunner(
             self.client,
             self.id,
+            name=self.image,
             limits=self.config.limits,
             network=self.config.network,
             pass_env=task.pass_env,

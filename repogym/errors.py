@@ -13,9 +13,14 @@ traceback::
     ├── JUnitError       a test report that is missing, too large, unsafe or malformed
     │                    (the TestGrader turns it into a score of 0)
     ├── EnvError         RepoEnv used out of order
-    ├── SandboxError     the machine's set-up keeps commands from running as another user
-    └── EngineError      the task's environment cannot be had: no Docker engine, no right
-                         to its socket, an image that cannot be pulled or built
+    ├── SandboxError     the machine's set-up keeps commands from running as another user,
+    │                    or that user from reaching a command's program or the copies
+    │                    (checked before grading: repogym._preflight)
+    ├── EngineError      the task's environment cannot be had: no Docker engine, no right
+    │                    to its socket, an image that cannot be pulled or built
+    └── CommandNotFound  a command's program is not on the PATH where it runs: the
+                         machine's or the environment's to fix, not the submission's
+                         (repogym._notfound)
 
 Every other exception is not the user's to fix (a bug, a broken repository, a full
 disk): the command line reports it in one line with exit code 3 and writes the
@@ -65,7 +70,18 @@ class EnvError(RepogymError):
 
 class SandboxError(RepogymError):
     """Commands cannot run as a sandbox user: the directory of slot locks is not root's
-    alone, or the user named ``repogym`` is root."""
+    alone, the user named ``repogym`` is root, or that user cannot reach a program a
+    command starts with or the directory of the copies (issue 20)."""
+
+
+class CommandNotFound(RepogymError):
+    """A command of the task names a program (without a slash) that the shell did not find
+    on the PATH where the command runs (exit code 127): no grade of the submission's, since
+    no submission could have passed (issue 20). ``program`` is its name."""
+
+    def __init__(self, *lines: str, program: str) -> None:
+        super().__init__(*lines)
+        self.program = program
 
 
 class EngineError(RepogymError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym import _git
+from repogym import _git, _preflight
 from repogym import progress as _progress
 from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
@@ -81,7 +81,9 @@ def grade(
 
     Raises:
         RepogymError: the repository, a ref or the task cannot be used (the user's to
-            fix); grading problems of the submission itself are in the result instead.
+            fix), the sandbox user cannot reach a command's program (``SandboxError``),
+            or a command's program is not on the PATH (``CommandNotFound``); grading
+            problems of the submission itself are in the result instead.
     """
     with _progress.reporting(progress):
         return _grade(Path(repo), base=base, task=task, hidden=hidden, outputs=outputs)
@@ -112,6 +114,9 @@ def _grade(
         rubric=base_sha,
         leave_out=_in_tree(top, outputs),
     )
+    # Before anything runs: a sandbox user that cannot reach the task's programs would
+    # fail the change, or run another interpreter (issue 20).
+    _preflight.check(workspace)
     grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
     # The environment is had before any grader runs: what keeps it from being had is
     # the user's to fix, not a failing grade (issue 20).

@@ -23,7 +23,7 @@ from repogym.env import (
     Submit,
     WriteFile,
 )
-from repogym.errors import RepogymError, WorkspaceError
+from repogym.errors import CommandNotFound, RepogymError, WorkspaceError
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeComponent, GradeResult
 from repogym.task import TASK_FILE, parse_task
@@ -186,6 +186,19 @@ def test_commands_get_the_task_environment_and_nothing_else(
         env.reset()
         observation, *_ = env.step(RunCommand('echo "$GREETING $LET_IN ${GITHUB_TOKEN:-none}"'))
     assert observation["output"] == "hello yes none\n"
+
+
+def test_a_test_command_not_found_is_no_reward_and_the_episode_goes_on(bugfix: Path) -> None:
+    text = (bugfix / TASK_FILE).read_text()
+    assert "  command: python -m pytest" in text
+    task = parse_task(text.replace("  command: python -m pytest", "  command: nosuchtool"))
+    with RepoEnv(bugfix, base="main", task=task) as env:
+        env.reset()
+        with pytest.raises(CommandNotFound, match=r"^tests\.command: `nosuchtool` was not found"):
+            env.step(Submit())
+        assert env.steps == 0
+        observation, *_ = env.step(RunCommand("echo still here"))
+    assert observation["output"] == "still here\n"
 
 
 # -- bad actions: error observations ---------------------------------------------------------

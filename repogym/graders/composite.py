@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from repogym import progress
-from repogym.errors import TaskError
+from repogym.errors import CommandNotFound, TaskError
 from repogym.graders._custom import load_custom_grader
 from repogym.graders.base import Grader
 from repogym.graders.constraints import ConstraintGrader
@@ -36,7 +36,9 @@ class CompositeGrader:
     """Runs ``graders`` in the order given and combines their components.
 
     ``weights`` apply to objectives only, keyed by grader name (default 1). A grader that
-    raises becomes a failed component with score 0; the others still run.
+    raises becomes a failed component with score 0; the others still run. Except
+    :class:`~repogym.errors.CommandNotFound`, which stops the grade: no change could pass
+    on a machine without the task's program.
     """
 
     def __init__(
@@ -156,6 +158,10 @@ def _run(grader: Grader, workspace: Workspace) -> GradeComponent:
         if not isinstance(component, GradeComponent):
             raise TypeError(f"grade() returned {type(component).__name__}, not a GradeComponent")
         return component
+    except CommandNotFound:
+        # The machine lacks a program the task names: no grade at all, not a failed
+        # component that blames the change (issue 20).
+        raise
     except Exception as error:  # a broken grader must not take the others down (issue 2)
         frame = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym import _git
+from repogym import _git, _notfound
 from repogym._container import AnyRunner, ContainerRunner
 from repogym._store import copies_dir
+from repogym.errors import CommandNotFound
 from repogym.graders.base import Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.runner import CommandResult
@@ -121,7 +122,7 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     tree.parent.chmod(0o711)
     try:
         _set_up(runner, workspace, tree, "baseline")
-    except _Failure:
+    except (_Failure, CommandNotFound):
         shutil.rmtree(tree.parent, ignore_errors=True)
         raise
     # From here on the baseline is the grader's and read-only to every command: the
@@ -147,6 +148,8 @@ def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> 
     setup, perf = workspace.task.setup, workspace.task.perf
     if setup and perf is not None:
         result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree], network=True)
+        # A program the shell did not find is the machine's to install (issue 20).
+        _notfound.check_run(runner, result, "setup")
         if not result.ok:
             raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
@@ -211,6 +214,7 @@ class _Bench:
             env=self.env[side],
             writable=writable,
         )
+        _notfound.check_run(self.runner, result, "perf.command")
         where = f"the {side} benchmark ({which})"
         if result.timed_out:
             raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repogym import _git
+from repogym import _git, _notfound
 from repogym._container import AnyRunner, ContainerRunner
 from repogym._links import place
 from repogym._store import copies_dir
@@ -136,11 +136,13 @@ def _run_and_parse(
     later: tuple[Path | None, list[str]] | None = None,
 ) -> tuple[CommandResult | None, dict[str, TestResult], str | None]:
     """Run setup and the tests in ``tree``; the results by id, or the reason there are
-    none. ``later``: hidden tests to put in once setup is done."""
+    none. ``later``: hidden tests to put in once setup is done. A program the shell did
+    not find is the machine's or the environment's to install (issue 20)."""
     if workspace.task.setup:
         setup = runner.run(
             workspace.task.setup, tree, timeout=config.timeout, writable=[tree], network=True
         )
+        _notfound.check_run(runner, setup, "setup")
         if not setup.ok:
             return setup, {}, f"setup command failed ({setup.describe()})"
     if later is not None:
@@ -158,6 +160,7 @@ def _run_and_parse(
     run = runner.run(
         command, tree, timeout=config.timeout, writable=[tree, reports], collect=[reports]
     )
+    _notfound.check_run(runner, run, "tests.command")
     if run.timed_out:
         return run, {}, f"the test command {run.describe()}"
     known = config.fail_to_pass + config.pass_to_pass

@@ -190,3 +190,20 @@ def test_a_task_missing_at_the_base_completes_the_check_run_with_the_error(job: 
     assert "could not grade" in comment["body"]
     assert step.outputs["passed"] == "false" and step.report is not None
     assert step.report["error"]["kind"] == "usage"
+
+
+def test_a_test_command_not_found_completes_the_check_run_with_the_error(job: Job) -> None:
+    base, solution = example("bugfix")
+    task = base[".repogym.yml"]
+    assert isinstance(task, bytes) and b"  command: python -m pytest" in task
+    base[".repogym.yml"] = task.replace(b"  command: python -m pytest", b"  command: nosuchtool")
+    pull = job.open_pull(5, base=base, head=solution)
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert step.exit_code == 2, step.log
+    [error] = [line for line in step.log.splitlines() if line.startswith("::error")]
+    assert error.startswith("::error::tests.command: `nosuchtool` was not found on the PATH of")
+    [run] = check_runs(job, pull.head_sha)
+    assert run["conclusion"] == "failure"
+    assert "`nosuchtool` was not found" in json.dumps(run["output"])
+    assert step.report is not None and step.report["error"]["kind"] == "usage"
+    assert "FAIL 0.000" not in step.log

@@ -33,9 +33,20 @@ def _sandbox_can_run_python() -> None:
 
 
 @pytest.fixture(scope="session")
-def grader_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def venvs() -> Iterator[Path]:
+    """Where the graders' venvs are made: a directory the sandbox user can go through, as
+    a CI job's venv is. pytest's 0700 temporary directories are not: the grade would stop
+    before grading, its PATH's first python out of that user's reach (issue 20)."""
+    path = Path(tempfile.mkdtemp(prefix="repogym-venvs-"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def grader_python(venvs: Path) -> Path:
     """The python of a grader's venv shared by the attacks that do not poison it."""
-    return make_grader_venv(tmp_path_factory.mktemp("grader") / "venv")
+    return make_grader_venv(venvs / "shared")
 
 
 @pytest.fixture
@@ -44,9 +55,11 @@ def case(tmp_path: Path, grader_python: Path) -> Iterator[Case]:
 
 
 @pytest.fixture
-def own_case(tmp_path: Path) -> Iterator[Case]:
+def own_case(tmp_path: Path, venvs: Path) -> Iterator[Case]:
     """A case with a grader venv of its own, for attacks that write into it."""
-    yield from _cleaned(Case(root=tmp_path, python=make_grader_venv(tmp_path / "venv")))
+    holder = Path(tempfile.mkdtemp(prefix="case-", dir=venvs))
+    holder.chmod(0o711)
+    yield from _cleaned(Case(root=tmp_path, python=make_grader_venv(holder / "venv")))
 
 
 def _cleaned(case: Case) -> Iterator[Case]:
