@@ -75,10 +75,11 @@ def _grade(repo: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[
 def _ours() -> list[str]:
     """Containers and volumes of this process's graders still on the engine."""
     client = docker.from_env()
-    found = [c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})]
-    volumes = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
-    mine = [v["Name"] for v in volumes if str(os.getpid()) in v["Labels"].get(f"{LABEL}.owner", "")]
-    return found + mine
+    me = f"/{os.getpid()}/"
+    containers = client.api.containers(all=True, filters={"label": f"{LABEL}.owner"})
+    found = [c["Id"] for c in containers if me in c["Labels"][f"{LABEL}.owner"]]
+    volumes = client.api.volumes(filters={"label": f"{LABEL}.owner"}).get("Volumes") or []
+    return found + [v["Name"] for v in volumes if me in v["Labels"][f"{LABEL}.owner"]]
 
 
 @pytest.mark.parametrize("example", ["bugfix", "perf"])
@@ -253,3 +254,19 @@ def test_a_cancelled_grade_leaves_no_container(tmp_path: Path, image: str) -> No
     assert [c for c in left if f"/{grading.pid}/" in c["Labels"][f"{LABEL}.owner"]] == []
     volumes = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
     assert [v for v in volumes if f"/{grading.pid}/" in v["Labels"][f"{LABEL}.owner"]] == []
+
+
+def test_a_program_the_image_lacks_is_an_error_naming_the_image(tmp_path: Path, image: str) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    _git(repo, "checkout", "--quiet", "main")
+    task = repo / ".repogym.yml"
+    text = task.read_text()
+    task.write_text(text.replace("command: python -m pytest", "command: node --test"))
+    _with_environment(repo, f"environment:\n  image: {image}\n")
+    code, _, said = _grade(repo)
+    assert code == 2, said
+    assert "FAIL" not in said and "Traceback" not in said
+    assert (
+        f"repogym: error: tests.command: `node` was not found on the PATH of the environment's "
+        f"image {image} (PATH=/usr/local/sbin:" in said
+    )
