@@ -15,18 +15,10 @@ from tests.conftest import Repo
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 
 
-def _examples() -> list[object]:
-    """The examples, those whose commands run in containers (``environment:``) skipped.
-
-    TODO(issue 20): validate them too once the task file takes ``environment:``; until then
-    tests/container/test_env_examples_images.py runs their tests in their images.
-    """
-    return [
-        pytest.param(name, marks=pytest.mark.skip(reason="`environment:` (issue 20)"))
-        if "environment" in yaml.safe_load((EXAMPLES / name / "repo/.repogym.yml").read_text())
-        else name
-        for name in example_names()
-    ]
+def _in_environment(name: str) -> bool:
+    """Whether the example's commands run in containers (``environment:``, issue 20)."""
+    task = yaml.safe_load((EXAMPLES / name / "repo/.repogym.yml").read_text())
+    return "environment" in task
 
 
 def validate(repo: Path | Repo, *args: str) -> subprocess.CompletedProcess[str]:
@@ -48,8 +40,12 @@ def validate(repo: Path | Repo, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", _examples())
-def test_every_example_is_valid_with_its_solution(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", example_names())
+def test_every_example_is_valid_with_its_solution(
+    name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if _in_environment(name):
+        request.getfixturevalue("env_images")  # the images their Dockerfiles start from
     repo = build_example_repo(name, tmp_path / name)
     done = validate(repo, "--solution", "submission")
     assert done.returncode == 0, done.stdout + done.stderr

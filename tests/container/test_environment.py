@@ -270,3 +270,19 @@ def test_a_program_the_image_lacks_is_an_error_naming_the_image(tmp_path: Path, 
         f"repogym: error: tests.command: `node` was not found on the PATH of the environment's "
         f"image {image} (PATH=/usr/local/sbin:" in said
     )
+
+
+def test_the_demo_grades_every_example_where_the_engine_has_their_images(
+    tmp_path: Path, env_images: tuple[str, ...]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "repogym", "demo"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=BACKSTOP,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "skipped" not in done.stdout
+    verdicts = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert len(verdicts) == 6 and all(v.startswith("PASS 1.000") for v in verdicts), verdicts
