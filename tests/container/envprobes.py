@@ -190,6 +190,10 @@ SPOILS = {
         os.mkdir("d" * 200)
         os.chdir("d" * 200)
 """,
+    "2 GiB sparse file": """
+    with open("big", "wb") as file:
+        file.truncate(2 << 30)
+""",
 }
 
 # 10. Writes to the image's root (/var/tmp and /run/lock are everyone's: only a read-only

@@ -259,8 +259,8 @@ def test_the_write_back_of_the_report_is_not_followed(
     image: str, engine: Any, tmp_path: Path, marker: str, spoil: str
 ) -> None:
     """What the test command leaves in the reports directory is copied to the host
-    without following a link, odd names included: the grade fails with a line that
-    says why, or passes on the report pytest wrote."""
+    without following a link, odd names included, and no more than ``limits.disk``:
+    the grade fails with a line that says why, or passes on the report pytest wrote."""
     passwd = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
     repo = task_repo(
         tmp_path / marker,
@@ -281,6 +281,9 @@ def test_the_write_back_of_the_report_is_not_followed(
             "junit.xml is a symbolic link, not a regular file: the test command must write "
             "its report there as a file"
         )
+    elif spoil.endswith("sparse file"):
+        said = "its files hold more than 64 MiB (environment.limits.disk), the rest was left out"
+        assert said in graded.output
     else:
         assert graded.passed, graded.tests["messages"]
     assert_nothing_left(engine, graded.pid, marker)
