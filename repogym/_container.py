@@ -486,7 +486,7 @@ class _Run:
             reader.join(5)
             state = api.inspect_container(ident)["State"]
             for tree in collect:
-                _copy_out(api, ident, tree)
+                self.stderr += _copy_out(api, ident, tree, limits.disk).encode()
         finally:
             elapsed = time.monotonic() - start
             with contextlib.suppress(Exception):
@@ -580,23 +580,35 @@ def _instant(text: Any) -> int | None:
     return int(moment.timestamp()) * 1_000_000_000 + nanos
 
 
-def _copy_out(api: Any, ident: str, tree: Path) -> None:
+def _copy_out(api: Any, ident: str, tree: Path, cap: int) -> str:
     """Replace the host's ``tree`` with the container's: the archive the engine gives
     is the command's to shape, so nothing in it is followed, no member may leave the
-    tree, and only directories, regular files and links are made (issue 20)."""
+    tree, and only directories, regular files and links are made (issue 20). At most
+    ``cap`` bytes of files (``limits.disk``, all the tree's volume holds): a sparse file
+    claims any size, and the engine sends every byte of it. What was left out, for the
+    command's output ('' when nothing)."""
     stream, _ = api.get_archive(ident, str(tree))
     for child in list(tree.iterdir()):
         _remove(child)
     reader: Any = _StreamReader(stream)
-    with tarfile.open(fileobj=reader, mode="r|") as archive:
+    size = 0
+    with contextlib.closing(stream), tarfile.open(fileobj=reader, mode="r|") as archive:
         for member in archive:
             parts = PurePosixPath(member.name).parts[1:]  # the archive's top is the tree
             if not parts:
                 continue
             member.name = "/".join(parts)
+            size += member.size if member.isreg() else 0
+            if size > cap:
+                return (
+                    f"\nrepogym: the copy of {tree} back to the grader stopped at "
+                    f"{member.name!r}: its files hold more than {cap >> 20} MiB "
+                    "(environment.limits.disk), the rest was left out\n"
+                )
             kept = _member(member, tree)
             if kept is not None:
                 archive.extract(kept, tree, set_attrs=not kept.issym(), filter="fully_trusted")
+    return ""
 
 
 def _member(member: tarfile.TarInfo, dest: Path) -> tarfile.TarInfo | None:
