@@ -68,6 +68,7 @@ UID = 10001  # the user every command runs as in a container (no name in the ima
 NAME = "repogym"
 LABEL = "repogym"  # every container and volume repogym makes carries it
 POOL = 4  # volumes a keeper holds; a runner that needs more starts another keeper
+REPORT_ENTRIES = 10_000  # entries copied back of a tree other than the work tree
 GRACE = 120.0  # seconds past a command's timeout after which its container is anyone's to remove
 KEEPER_LIFE = 24 * 3600.0  # seconds after which a keeper's volumes are anyone's to remove
 _POOL_AT = "/repogym/pool"
@@ -486,7 +487,9 @@ class _Run:
             reader.join(5)
             state = api.inspect_container(ident)["State"]
             for tree in collect:
-                self.stderr += _copy_out(api, ident, tree, limits.disk).encode()
+                # A tree beside the work tree is a report's directory: a few files.
+                entries = None if tree == self.cwd else REPORT_ENTRIES
+                self.stderr += _copy_out(api, ident, tree, limits.disk, entries).encode()
         finally:
             elapsed = time.monotonic() - start
             with contextlib.suppress(Exception):
@@ -580,20 +583,27 @@ def _instant(text: Any) -> int | None:
     return int(moment.timestamp()) * 1_000_000_000 + nanos
 
 
-def _copy_out(api: Any, ident: str, tree: Path, cap: int) -> str:
+def _copy_out(api: Any, ident: str, tree: Path, cap: int, entries: int | None = None) -> str:
     """Replace the host's ``tree`` with the container's: the archive the engine gives
     is the command's to shape, so nothing in it is followed, no member may leave the
     tree, and only directories, regular files and links are made (issue 20). At most
     ``cap`` bytes of files (``limits.disk``, all the tree's volume holds): a sparse file
     claims any size, and the engine sends every byte of it. What was left out, for the
-    command's output ('' when nothing)."""
+    command's output ('' when nothing). At most ``entries`` members when given: empty
+    files take no room, and a flood of them would keep the grader unpacking past the
+    command's timeout."""
     stream, _ = api.get_archive(ident, str(tree))
     for child in list(tree.iterdir()):
         _remove(child)
     reader: Any = _StreamReader(stream)
     size = 0
     with contextlib.closing(stream), tarfile.open(fileobj=reader, mode="r|") as archive:
-        for member in archive:
+        for count, member in enumerate(archive):
+            if entries is not None and count > entries:
+                return (
+                    f"\nrepogym: the copy of {tree} back to the grader stopped after "
+                    f"{entries} entries, the rest was left out\n"
+                )
             parts = PurePosixPath(member.name).parts[1:]  # the archive's top is the tree
             if not parts:
                 continue

@@ -194,6 +194,10 @@ SPOILS = {
     with open("big", "wb") as file:
         file.truncate(2 << 30)
 """,
+    "a flood of empty files": """
+    for index in range(30000):
+        open(f"e{index}", "w").close()
+""",
 }
 
 # 10. Writes to the image's root (/var/tmp and /run/lock are everyone's: only a read-only

@@ -284,6 +284,11 @@ def test_the_write_back_of_the_report_is_not_followed(
     elif spoil.endswith("sparse file"):
         said = "its files hold more than 64 MiB (environment.limits.disk), the rest was left out"
         assert said in graded.output
+    elif spoil.endswith("empty files"):
+        # Empty files take no room: unpacking 200,000 took 49 s before entries were capped.
+        assert "back to the grader stopped after 10000 entries, the rest was left out" in (
+            graded.output
+        )
     else:
         assert graded.passed, graded.tests["messages"]
     assert_nothing_left(engine, graded.pid, marker)
