@@ -16,7 +16,6 @@ engine's API once per session (:func:`python_image`).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -29,17 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests import docker as cli
+from tests import envimage
 from tests.conftest import Repo
 
-IMAGE = "repogym-test-python:env"
+IMAGE = envimage.PYTHON
 LABEL = "repogym"
 HOST = socket.gethostname()
 DEADLINE = 120.0  # seconds: a backstop for a grade that hangs, never what a test waits for
-DOCKERFILE = f"""FROM {cli.BASE}
-RUN apt-get update && apt-get install -y --no-install-recommends python3-pytest \\
-    && rm -rf /var/lib/apt/lists/*
-"""
 
 TASK = """version: 1
 type: feature
@@ -68,18 +63,9 @@ UNWRITTEN = "def attack():\n    raise NotImplementedError\n"
 
 
 def python_image(client: Any) -> str:
-    """:data:`IMAGE`, built from :data:`DOCKERFILE` (the build cache makes it quick after
-    the first session)."""
-    cli.base_image()
-    client.images.build(
-        fileobj=io.BytesIO(DOCKERFILE.encode()),
-        tag=IMAGE,
-        network_mode="host",  # apt-get reaches the Debian mirror
-        rm=True,
-        forcerm=True,
-        pull=False,
-    )
-    return IMAGE
+    """:data:`IMAGE`, the tests' one image with python3 and pytest (tests/envimage.py),
+    built once per recipe."""
+    return envimage.python_image()
 
 
 def task_repo(
