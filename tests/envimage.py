@@ -1,10 +1,11 @@
 """The image the environment tests grade in (issue 20): :data:`PYTHON`, the local bookworm
 base (tests/docker.py) with Debian's pytest, since this machine cannot pull public images.
 
-Built through the engine's SDK, once per test session at most: the image carries the key
-of its recipe (the base's id and the Dockerfile) in the label :data:`RECIPE`, and a tag
-that already has the same key is used as it is, whoever built it (tests/action and
-tests/container both call :func:`python_image`; two sessions on one engine share it).
+Built through the engine's SDK, once per engine at most: the image carries the key of
+its recipe (the base's id and the Dockerfile) in the label :data:`RECIPE` and in a tag of
+its own, and an image that already has the same key is used as it is, whoever built it
+(tests/action and tests/container both call :func:`python_image`; two sessions on one
+engine share it).
 """
 
 from __future__ import annotations
@@ -33,19 +34,25 @@ RUN apt-get update -qq \\
 
 
 def python_image(client: docker.DockerClient | None = None) -> str:
-    """:data:`PYTHON`, built now unless the engine has it from the same recipe: python,
-    pytest and git (the base's), nothing of repogym's."""
+    """An image of :data:`PYTHON`'s recipe (python, pytest and git, nothing of
+    repogym's), built now unless the engine has one: its tag names the recipe's key,
+    ``repogym-test-python:env-<key>``, which no other recipe's build can move (another
+    session may build :data:`PYTHON` from a recipe of its own while this one grades)."""
     client = client or docker.from_env()
     base = base_image()
     dockerfile = _DOCKERFILE.format(base=base)
     key = hashlib.sha256(f"{client.images.get(base).id}\0{dockerfile}".encode()).hexdigest()
+    keyed = f"{PYTHON}-{key[:12]}"
+    for tag in (keyed, PYTHON):
+        try:
+            found = client.images.get(tag)
+        except docker.errors.ImageNotFound:
+            continue
+        if found.labels.get(RECIPE) == key:
+            found.tag(keyed)
+            return keyed
     try:
-        if client.images.get(PYTHON).labels.get(RECIPE) == key:
-            return PYTHON
-    except docker.errors.ImageNotFound:
-        pass
-    try:
-        client.images.build(
+        image, _ = client.images.build(
             fileobj=_context(dockerfile),
             custom_context=True,
             tag=PYTHON,
@@ -57,7 +64,8 @@ def python_image(client: docker.DockerClient | None = None) -> str:
     except docker.errors.BuildError as error:
         tail = _tail(error.build_log)
         raise AssertionError(f"building {PYTHON} failed: {error.msg}\n{tail}") from None
-    return PYTHON
+    image.tag(keyed)
+    return keyed
 
 
 def _context(dockerfile: str) -> io.BytesIO:
