@@ -25,14 +25,16 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
 - **Time.** ``duration`` is the engine's record of the process's start and exit, not the
   grader's clock around the API calls: creating, starting and removing a container are
   not the command's time (the perf grader's ``wall``).
-- **Leftovers.** Every container and volume is labelled with its owner (host name, pid
-  and the pid's start time) and an expiry; :func:`sweep`, run when a runner opens,
-  removes those of owners that are gone from this host and those past their expiry.
+- **Leftovers.** Every container and volume is labelled with its owner (host name and
+  pid namespace, pid and the pid's start time) and an expiry; :func:`sweep`, run when a
+  runner opens, removes those of owners that are gone from this host and those past
+  their expiry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import math
 import os
@@ -129,7 +131,21 @@ def _start_time(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-OWNER = f"{socket.gethostname()}/{os.getpid()}/{_start_time(os.getpid())}"
+def _host() -> str:
+    """This host's name and the pid namespace this process is in, ``vm[4026531836]``: a
+    pid means something only within its namespace, and a grader in a container started
+    with the host's network (``--network host``) has the host's name with pids of its own.
+    Without the namespace, it and a grader on the host took each other's pids for gone
+    and swept each other's containers in the middle of a grade."""
+    try:
+        namespace = str(Path("/proc/self/ns/pid").readlink()).removeprefix("pid:")
+    except OSError:
+        namespace = "[?]"
+    return f"{socket.gethostname()}{namespace}"
+
+
+HOST = _host()
+OWNER = f"{HOST}/{os.getpid()}/{_start_time(os.getpid())}"
 
 
 def labels(life: float) -> dict[str, str]:
@@ -139,7 +155,8 @@ def labels(life: float) -> dict[str, str]:
 
 def _abandoned(found: Mapping[str, str]) -> bool:
     """Whether a labelled container or volume is no live grader's: its owner on this host
-    is gone, or it is past its expiry (an owner on another host cannot be asked)."""
+    (and in this pid namespace) is gone, or it is past its expiry (an owner elsewhere
+    cannot be asked)."""
     try:
         if int(found.get(f"{LABEL}.expires", "0")) < time.time():
             return True
@@ -147,7 +164,7 @@ def _abandoned(found: Mapping[str, str]) -> bool:
         return True
     host, _, rest = found.get(f"{LABEL}.owner", "").partition("/")
     pid, _, started = rest.partition("/")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != HOST or not pid.isdigit():
         return False
     return _start_time(int(pid)) != started
 
@@ -617,25 +634,50 @@ def _copy_out(api: Any, ident: str, tree: Path, cap: int, entries: int | None = 
                 )
             kept = _member(member, tree)
             if kept is not None:
-                archive.extract(kept, tree, set_attrs=not kept.issym(), filter="fully_trusted")
+                archive.extract(kept, tree, set_attrs=not kept.issym(), **_CHECKED)
     return ""
 
 
+# _member has checked each member: tarfile is told so where it has filters (3.12, and
+# 3.10.12 and 3.11.4 on), else from 3.14 on it would apply its own, and warns before that.
+_CHECKED: dict[str, Any] = {"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}
+
+
 def _member(member: tarfile.TarInfo, dest: Path) -> tarfile.TarInfo | None:
-    """``member`` as it may be made in ``dest``, or None to leave it out."""
-    if ".." in PurePosixPath(member.name).parts or member.name.startswith("/"):
+    """``member`` as it may be made in ``dest``, or None to leave it out: what tarfile's
+    ``data`` filter checks, done here because the Python of Debian bookworm (3.11.2, the
+    Action's image on the tests' base) predates the filters. No absolute path, no
+    ``..``, nothing that would land outside ``dest`` through a link made before it, a
+    hard link only to a member inside; only directories, regular files and links; no
+    setuid, setgid or sticky bit, no group or other write; owned by the grader."""
+    name = PurePosixPath(member.name)
+    if member.name.startswith("/") or ".." in name.parts:
         return None
+    kept = copy.copy(member)
+    kept.uid, kept.gid, kept.uname, kept.gname = os.geteuid(), os.getegid(), "", ""
     if member.issym():
-        parent = os.path.realpath(dest / PurePosixPath(member.name).parent)
-        inside = parent == str(dest) or parent.startswith(str(dest) + os.sep)
-        return member.replace(uid=os.geteuid(), gid=os.getegid()) if inside else None
-    if not (member.isdir() or member.isreg() or member.islnk()):
+        return kept if _inside(dest / name.parent, dest) else None
+    if not _inside(dest / name, dest):
         return None
-    try:
-        checked = tarfile.data_filter(member, str(dest))
-    except tarfile.FilterError:
+    if member.islnk():
+        target = PurePosixPath(member.linkname).parts[1:]  # the archive's top is the tree
+        if member.linkname.startswith("/") or not target or ".." in target:
+            return None
+        kept.linkname = "/".join(target)
+        return kept if _inside(dest / kept.linkname, dest) else None
+    if member.isdir():
+        kept.mode = (member.mode & 0o755) | 0o700
+    elif member.isreg():
+        kept.mode = (member.mode & 0o755) | 0o600
+    else:
         return None
-    return checked.replace(uid=os.geteuid(), gid=os.getegid(), uname="", gname="")
+    return kept
+
+
+def _inside(path: Path, dest: Path) -> bool:
+    """Whether ``path``, every link on the way resolved, is ``dest`` or under it."""
+    real, root = os.path.realpath(path), os.path.realpath(dest)
+    return real == root or real.startswith(root + os.sep)
 
 
 def _remove(path: Path) -> None:

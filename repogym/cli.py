@@ -33,7 +33,7 @@ from repogym._process import (
     signals_interrupt,
 )
 from repogym._words import counted
-from repogym.errors import RepogymError, TaskError, UsageError
+from repogym.errors import RepogymError, UsageError
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file
 from repogym.render import render
@@ -43,6 +43,7 @@ from repogym.report import (
     report_dict,
     text_table,
     to_json,
+    user_error_report,
     write_outputs,
 )
 from repogym.validate import validate
@@ -246,7 +247,7 @@ def _grade(args: argparse.Namespace) -> int:
 
 def _error_report(error: Exception) -> dict[str, Any]:
     if isinstance(error, RepogymError):
-        return error_report("task" if isinstance(error, TaskError) else "usage", str(error))
+        return user_error_report(error)
     return error_report("internal", f"{type(error).__name__}: {error}")
 
 

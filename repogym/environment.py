@@ -26,6 +26,7 @@ from typing import Any, Literal
 from repogym import _git
 from repogym._container import ContainerRunner, connect, docker_module
 from repogym.errors import EngineError
+from repogym.report import LOG_LINE
 from repogym.task import Task
 from repogym.task._environment import EnvironmentConfig
 
@@ -210,7 +211,7 @@ def _build_error(task: Task, dockerfile: str, rubric: str, why: str, log: list[s
         f"build: {why.splitlines()[0] if why else 'the build failed'}; fix it on the base branch"
         + (" (the build log's last lines follow)" if log else "")
     ]
-    lines += [f"  | {line}" for line in [x for x in log if x.strip()][-BUILD_LOG_LINES:]]
+    lines += [f"{LOG_LINE}{line}" for line in [x for x in log if x.strip()][-BUILD_LOG_LINES:]]
     return lines
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repogym import __version__
 from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
+from repogym.errors import EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
 
 if TYPE_CHECKING:
@@ -30,7 +31,10 @@ if TYPE_CHECKING:
 # `error` report stands for a grade that could not finish.
 REPORT_VERSION = 2
 
-ErrorKind = Literal["usage", "task", "internal"]
+ErrorKind = Literal["usage", "task", "environment", "internal"]
+# How an error quotes a log after its message, line by line (a Dockerfile's build log,
+# repogym.environment): the report keeps those lines apart, as the error's `log_tail`.
+LOG_LINE = "  | "
 
 
 def report_dict(grading: Grading) -> dict[str, Any]:
@@ -65,15 +69,32 @@ def _hidden_tests(grading: Grading) -> str | None:
 
 def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     """The report of a grade that could not finish: ``kind`` says whose error it is
-    (``usage`` and ``task``: the user's to fix; ``internal``: ours), ``message`` what
-    failed, in one line. ``known`` adds what was resolved before it failed, under the
-    keys of a full report (``base``, ``head``...)."""
+    (``usage``, ``task`` and ``environment``: the user's to fix; ``internal``: ours),
+    ``message`` what failed, in one line. ``known`` adds what was resolved before it
+    failed, under the keys of a full report (``base``, ``head``...)."""
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "repogym", "version": __version__},
         "error": {"kind": kind, "message": message},
         **known,
     }
+
+
+def user_error_report(error: RepogymError, **known: Any) -> dict[str, Any]:
+    """The report of a grade that a :class:`RepogymError` stopped: its kind by whose it is
+    to fix (``environment``: the machine's engine or the task's image, issue 20), its
+    problems joined in one line, and the log it quotes, if any, as ``error.log_tail``."""
+    kind: ErrorKind = "usage"
+    if isinstance(error, TaskError):
+        kind = "task"
+    elif isinstance(error, EngineError):
+        kind = "environment"
+    problems = [line for line in error.lines if not line.startswith(LOG_LINE)]
+    quoted = [line[len(LOG_LINE) :] for line in error.lines if line.startswith(LOG_LINE)]
+    report = error_report(kind, "; ".join(problems) or error.lines[0], **known)
+    if quoted:
+        report["error"]["log_tail"] = "\n".join(quoted)
+    return report
 
 
 def write_atomic(path: Path, text: str | bytes, *, tree: Path | None = None) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import repogym
 from repogym._git import git, tree_entry
-from repogym.errors import RepogymError, TaskError
-from repogym.report import ErrorKind, error_report, report_dict
+from repogym.errors import RepogymError
+from repogym.report import error_report, report_dict, user_error_report
 from repogym.template_files import TemplateFilesError, templates_at, templates_in
 from repogym.workspace import task_at
 from repogym_action.checkout import Checkout, prepare
@@ -77,11 +77,16 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
             progress=progress,
         )
         report = report_dict(grading)
+        for warning in (report.get("environment") or {}).get("warnings") or ():
+            out.warning(warning)  # an image named without a digest (issue 20)
         return Graded(report=report, seconds=time.monotonic() - started, templates=templates)
     except RepogymError as error:
-        kind: ErrorKind = "task" if isinstance(error, TaskError) else "usage"
-        message = str(error).replace("\n", "; ")
-        report = error_report(kind, message, **known)
+        report = user_error_report(error, **known)
+        tail = report["error"].get("log_tail")
+        if tail:  # a Dockerfile's build log: in the log too, under the one-line error
+            with out.group("repogym: the build log's last lines"):
+                out.untrusted(tail)
+        message = report["error"]["message"]
         return Graded(report=report, seconds=time.monotonic() - started, error=message)
     except Exception as error:  # repogym's fault: the report says so, the log has the traceback
         with out.group("repogym: traceback"):

@@ -64,8 +64,9 @@ class Task(_Model):
 
 
 class Error(_Model):
-    kind: Literal["usage", "task", "internal"]
+    kind: Literal["usage", "task", "environment", "internal"]
     message: OneLine
+    log_tail: Text | None = None  # the log the error quotes: a Dockerfile's build (issue 20)
 
 
 class Finding(_Model):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.markers import Marker
@@ -51,10 +52,24 @@ def pins() -> list[tuple[str, Version, Marker | None, list[str]]]:
 def asked() -> list[Requirement]:
     """What pyproject.toml and requirements/image.in ask the image for."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    lines = [*project["dependencies"], *project["optional-dependencies"]["action"]]
+    lines = [*project["dependencies"], *_extra(project, "action")]
     extra = (ROOT / "requirements" / "image.in").read_text(encoding="utf-8").splitlines()
     lines += [line for line in extra if line.strip() and not line.startswith("#")]
     return [Requirement(line) for line in lines]
+
+
+def _extra(project: dict[str, Any], name: str) -> list[str]:
+    """The requirements of the extra ``name``, with those of the package's own extras it
+    names (``repogym[docker]`` in ``action``) in their place."""
+    found = []
+    for line in project["optional-dependencies"][name]:
+        requirement = Requirement(line)
+        if canonicalize_name(requirement.name) == canonicalize_name(project["name"]):
+            for each in sorted(requirement.extras):
+                found += _extra(project, each)
+        else:
+            found.append(line)
+    return found
 
 
 def environment(python: str) -> dict[str, str]:
@@ -116,3 +131,8 @@ def test_a_requirement_the_lock_misses_is_found() -> None:
     env = environment("3.12")
     locked = {n: v for n, v, m, _ in pins() if m is None or m.evaluate(env)}
     assert not requirement.specifier.contains(locked["pygithub"])
+
+
+def test_the_extras_the_action_extra_names_are_asked_for() -> None:
+    """``action`` pulls ``repogym[docker]``: the engine's SDK is in the image (issue 20)."""
+    assert "docker" in {canonicalize_name(r.name) for r in asked()}

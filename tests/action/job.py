@@ -140,6 +140,7 @@ class Job:
         before: Callable[[Layout], None] | None = None,
         on_started: OnStarted | None = None,
         checked_out: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Step:
         """``repogym-action`` on ``event_name`` with ``payload``, in a workspace of
         ``pull`` as actions/checkout makes it for that event, by ``self.runner``.
@@ -150,7 +151,8 @@ class Job:
         with the program's process once it runs, while the run goes on (to signal it, as
         a cancelled job is). ``checked_out`` is what actions/checkout checks out, default
         the pull request's test merge (a ``pull_request_target`` job's is the base branch,
-        ``refs/heads/main``)."""
+        ``refs/heads/main``). ``env`` adds variables of the runner's machine (the step's
+        ``env:``), such as ``DOCKER_HOST``."""
         self.runs += 1
         layout = Layout(self.root / f"run-{self.runs}", remotes=(self.origin.path,))
         credentials = None
@@ -211,6 +213,7 @@ class Job:
             "RUNNER_TEMP": at(layout.temp),
             "RUNNER_OS": "Linux",
             **self.inputs(inputs or {}),
+            **(env or {}),
         }
         if on_started is None:
             exit_code, log = self.runner.execute(layout, env)

@@ -26,6 +26,8 @@ TIMEOUT = 900  # seconds; a run of the examples takes a few
 # Called with the program's process once it is started, while the run goes on (its output
 # is read meanwhile): what the runner does to a running step, e.g. signal it (a cancel).
 OnStarted = Callable[["subprocess.Popen[str]"], None]
+# The variables that tell a Docker client which engine to use (the step's, not the CLI's).
+ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "DOCKER_CONTEXT")
 
 
 class Layout:
@@ -140,8 +142,11 @@ class DockerAction:
         name = f"repogym-test-{uuid.uuid4().hex[:12]}"
         command = ["docker", "run", "--name", name, "--label", "repogym-test", "--rm"]
         command += ["--workdir", "/github/workspace", "--network", "host"]
-        for variable in env:
-            command += ["-e", variable]
+        # An engine variable is given to the container alone: the docker command of the
+        # test talks to this machine's engine, whatever engine the step is told to use.
+        for variable, value in env.items():
+            command += ["-e", f"{variable}={value}" if variable in ENGINE_VARIABLES else variable]
+        cli_env = {**os.environ, **{k: v for k, v in env.items() if k not in ENGINE_VARIABLES}}
         if Path(self.SOCKET).exists():
             command += ["-v", f"{self.SOCKET}:{self.SOCKET}"]
         for attribute, inside in self._mounts():
@@ -154,7 +159,7 @@ class DockerAction:
         try:
             # The docker CLI proxies the signals it gets into the container, as the
             # runner's cancel relies on.
-            return _run(command, env={**os.environ, **env}, on_started=on_started)
+            return _run(command, env=cli_env, on_started=on_started)
         finally:
             subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
 

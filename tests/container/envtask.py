@@ -10,8 +10,8 @@ base whatever the pull request does. The ``submission`` branch writes the hostil
 ends the report's output tail), and lists under ``worked`` what it got that it must not.
 The grade passes when the protection held; what the probe saw is checked by the test.
 
-The image is :data:`IMAGE`, the local base with python3-pytest, built through the
-engine's API once per session (:func:`python_image`).
+The image is the tests' one image with python3 and pytest (tests/envimage.py), built
+through the engine's API once per recipe (:func:`python_image`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from typing import Any
 from tests import envimage
 from tests.conftest import Repo
 
-IMAGE = envimage.PYTHON
 LABEL = "repogym"
 HOST = socket.gethostname()
 DEADLINE = 120.0  # seconds: a backstop for a grade that hangs, never what a test waits for
@@ -63,16 +62,16 @@ UNWRITTEN = "def attack():\n    raise NotImplementedError\n"
 
 
 def python_image(client: Any) -> str:
-    """:data:`IMAGE`, the tests' one image with python3 and pytest (tests/envimage.py),
-    built once per recipe."""
-    return envimage.python_image()
+    """The tests' one image with python3 and pytest (tests/envimage.py), by the tag
+    that names its recipe."""
+    return envimage.python_image(client)
 
 
 def task_repo(
     root: Path,
     probe: str,
     *,
-    environment: str = f"{{image: {IMAGE}}}",
+    environment: str | None = None,
     setup: str | None = None,
     timeout: int = 30,
     base: Mapping[str, str] | None = None,
@@ -81,6 +80,8 @@ def task_repo(
     """A repository whose ``submission`` branch (checked out) writes ``probe`` as
     ``probe.py``; ``environment`` is the task's, in YAML's flow style; ``base`` and
     ``pull_request`` more files of each side."""
+    if environment is None:
+        environment = f"{{image: {envimage.python_image()}}}"
     task = TASK.replace("ENVIRONMENT", environment).replace("TIMEOUT", str(timeout))
     task = task.replace("SETUP", f"setup: {json.dumps(setup)}" if setup else "")
     repo = Repo(root)

@@ -48,7 +48,7 @@ def test_what_the_image_holds(action_image: str) -> None:
     done = run(
         action_image,
         "set -e; git --version; command -v repogym; command -v repogym-action; "
-        "python -c 'import repogym, pytest, github, jinja2; print(repogym.__version__)'; "
+        "python -c 'import repogym, pytest, github, jinja2, docker; print(repogym.__version__)'; "
         "id -u repogym; getent passwd repogym",
     )
     assert done.returncode == 0, done.stderr

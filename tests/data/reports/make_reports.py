@@ -56,6 +56,7 @@ def main() -> None:
         }
     reports["error_task"] = _error_task(reports["fail"])
     reports["error_internal"] = _error_internal(reports["pass"])
+    reports["error_environment"] = _error_environment(reports["fail"])
     reports["hostile"] = _hostile(reports["fail"])
     reports["long"] = _long(reports["fail"])
     for name, report in reports.items():
@@ -214,6 +215,27 @@ def _error_task(fail: dict[str, Any]) -> dict[str, Any]:
             "kind": "task",
             "message": ".repogym.yml@main: line 7: `tests.timeout` (-5) must be positive; "
             "give the seconds a test run may take, such as 900",
+        },
+        "base": fail["base"],
+        "merge_base": fail["merge_base"],
+        "head": fail["head"],
+        "task": {"source": fail["task"]["source"]},
+    }
+
+
+def _error_environment(fail: dict[str, Any]) -> dict[str, Any]:
+    """The task's Dockerfile does not build (issue 20): the build log's tail comes along."""
+    return {
+        "version": fail["version"],
+        "tool": fail["tool"],
+        "error": {
+            "kind": "environment",
+            "message": ".repogym.yml@main: `environment.dockerfile` env/Dockerfile (at "
+            "4fdd4b96cecc) does not build: The command '/bin/sh -c npm ci' returned a "
+            "non-zero code: 1; fix it on the base branch (the build log's last lines follow)",
+            "log_tail": "Step 2/3 : RUN npm ci\n ---> Running in 2f2f3281b35e\n"
+            "npm ERR! `npm ci` can only install packages when your package.json and "
+            "package-lock.json are in sync.\n<details> @someone #123",
         },
         "base": fail["base"],
         "merge_base": fail["merge_base"],
