@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -28,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repogym import _container
 from tests import envimage
 from tests.conftest import Repo
 
 LABEL = "repogym"
-HOST = socket.gethostname()
+HOST = _container.HOST  # with the pid namespace, as the owner label has it
 DEADLINE = 120.0  # seconds: a backstop for a grade that hangs, never what a test waits for
 
 TASK = """version: 1
