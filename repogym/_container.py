@@ -34,28 +34,25 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
 from __future__ import annotations
 
 import contextlib
-import copy
-import importlib
 import math
 import os
 import shlex
 import shutil
 import socket
-import subprocess
-import tarfile
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from pathlib import Path
+from typing import Any
 
 from repogym import progress
+from repogym._archive import copy_in, copy_out
+from repogym._engine import docker_module, labels, sweep
 from repogym._process import leave_stop_signals_to_the_main_thread
-from repogym.errors import EngineError
 from repogym.runner import (
     DEFAULT_OUTPUT_CAP,
     POLL_SLICE,
@@ -68,125 +65,11 @@ from repogym.task._environment import Limits
 
 UID = 10001  # the user every command runs as in a container (no name in the image needed)
 NAME = "repogym"
-LABEL = "repogym"  # every container and volume repogym makes carries it
 POOL = 4  # volumes a keeper holds; a runner that needs more starts another keeper
 REPORT_ENTRIES = 10_000  # entries copied back of a tree other than the work tree
 GRACE = 120.0  # seconds past a command's timeout after which its container is anyone's to remove
 KEEPER_LIFE = 24 * 3600.0  # seconds after which a keeper's volumes are anyone's to remove
 _POOL_AT = "/repogym/pool"
-
-
-def docker_module() -> Any:
-    """The Docker SDK for Python, imported when an environment is used, not before."""
-    try:
-        return importlib.import_module("docker")
-    except ImportError:
-        raise EngineError(
-            "the task names an environment, and running it needs the Docker SDK for Python: "
-            "pip install 'repogym[docker]'"
-        ) from None
-
-
-def connect() -> Any:
-    """A client of the engine at ``DOCKER_HOST``, else the default socket, checked to
-    answer; :class:`EngineError` naming the socket and the fix otherwise."""
-    docker = docker_module()
-    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        client = docker.from_env(timeout=3600)
-        client.ping()
-    except docker.errors.DockerException as error:
-        raise EngineError(_unreachable(where, error)) from None
-    return client
-
-
-def _unreachable(where: str, error: Exception) -> str:
-    text = str(error)
-    if "PermissionError" in text or "Permission denied" in text:
-        return (
-            f"the Docker engine's socket {where} is closed to this user (permission denied): "
-            "add the user to the socket's group (docker), or run as root"
-        )
-    if "FileNotFoundError" in text or "No such file" in text:
-        return (
-            f"no Docker engine at {where}: start one (dockerd), or set DOCKER_HOST to the "
-            "engine's address; the task's `environment` runs its commands there"
-        )
-    return (
-        f"the Docker engine at {where} does not answer ({text.splitlines()[0][:200]}): "
-        "start it, or set DOCKER_HOST to the engine's address"
-    )
-
-
-# -- owners and leftovers ------------------------------------------------------------------
-
-
-def _start_time(pid: int) -> str:
-    """The start time of ``pid`` in clock ticks since boot ('' when unknown): a pid that
-    was reused is another process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _host() -> str:
-    """This host's name and the pid namespace this process is in, ``vm[4026531836]``: a
-    pid means something only within its namespace, and a grader in a container started
-    with the host's network (``--network host``) has the host's name with pids of its own.
-    Without the namespace, it and a grader on the host took each other's pids for gone
-    and swept each other's containers in the middle of a grade."""
-    try:
-        namespace = str(Path("/proc/self/ns/pid").readlink()).removeprefix("pid:")
-    except OSError:
-        namespace = "[?]"
-    return f"{socket.gethostname()}{namespace}"
-
-
-HOST = _host()
-OWNER = f"{HOST}/{os.getpid()}/{_start_time(os.getpid())}"
-
-
-def labels(life: float) -> dict[str, str]:
-    """The labels of a container or volume this process makes, gone by ``life`` seconds."""
-    return {LABEL: "1", f"{LABEL}.owner": OWNER, f"{LABEL}.expires": str(int(time.time() + life))}
-
-
-def _abandoned(found: Mapping[str, str]) -> bool:
-    """Whether a labelled container or volume is no live grader's: its owner on this host
-    (and in this pid namespace) is gone, or it is past its expiry (an owner elsewhere
-    cannot be asked)."""
-    try:
-        if int(found.get(f"{LABEL}.expires", "0")) < time.time():
-            return True
-    except ValueError:
-        return True
-    host, _, rest = found.get(f"{LABEL}.owner", "").partition("/")
-    pid, _, started = rest.partition("/")
-    if host != HOST or not pid.isdigit():
-        return False
-    return _start_time(int(pid)) != started
-
-
-def sweep(client: Any) -> int:
-    """Remove the containers, then the volumes, that graders left behind (killed ones);
-    how many. A volume still in use is left for a later sweep."""
-    docker = docker_module()
-    removed = 0
-    for found in client.api.containers(all=True, filters={"label": LABEL}):
-        if _abandoned(found.get("Labels") or {}) and f"{LABEL}.owner" in (found["Labels"] or {}):
-            with contextlib.suppress(docker.errors.APIError):
-                client.api.remove_container(found["Id"], force=True, v=True)
-                removed += 1
-    listed = client.api.volumes(filters={"label": LABEL}).get("Volumes") or []
-    for volume in listed:
-        if _abandoned(volume.get("Labels") or {}):
-            with contextlib.suppress(docker.errors.APIError):
-                client.api.remove_volume(volume["Name"])
-                removed += 1
-    return removed
-
 
 # -- the runner ----------------------------------------------------------------------------
 
@@ -284,7 +167,7 @@ class ContainerRunner:
             return  # copied whole at the first command that uses it
         keeper = next(k for k in self._keepers if name in k.names)
         at = f"{_POOL_AT}/{keeper.names.index(name)}"
-        _copy_in(self.client, keeper.container, at, tree, paths)
+        copy_in(self.client, keeper.container, at, tree, UID, paths)
 
     def run(
         self,
@@ -352,7 +235,9 @@ class ContainerRunner:
             keeper = next((k for k in self._keepers if k.free), None) or self._new_keeper()
             name = keeper.free.pop()
         if any(tree.iterdir()):
-            _copy_in(self.client, keeper.container, f"{_POOL_AT}/{keeper.names.index(name)}", tree)
+            copy_in(
+                self.client, keeper.container, f"{_POOL_AT}/{keeper.names.index(name)}", tree, UID
+            )
         self._volumes[tree] = name
         return name
 
@@ -413,42 +298,6 @@ def _confined(limits: Limits, network: str) -> dict[str, Any]:
     }
 
 
-def _copy_in(client: Any, container: str, at: str, tree: Path, paths: Sequence[str] = ()) -> None:
-    """Send ``tree``'s content (or only ``paths`` of it) as an archive into ``at`` of
-    ``container``, every entry the command's user's. GNU tar writes it (tens of thousands
-    of files take a tenth of Python's tarfile's time); links are sent as links."""
-    names = ["--", *paths] if paths else ["."]
-    tar = subprocess.Popen(
-        [
-            "tar",
-            "-C",
-            str(tree),
-            f"--owner={UID}",
-            f"--group={UID}",
-            "--numeric-owner",
-            "--no-recursion" if paths else "--recursion",
-            "-cf",
-            "-",
-            *names,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert tar.stdout is not None
-    try:
-        client.api.put_archive(container, at, _chunks(tar.stdout))
-    finally:
-        tar.stdout.close()
-        _, err = tar.communicate()
-    if tar.returncode != 0:
-        raise OSError(f"tar of {tree} failed: {err.decode(errors='replace').strip()}")
-
-
-def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
-    while chunk := stream.read(1 << 20):
-        yield chunk
-
-
 # -- one command ---------------------------------------------------------------------------
 
 
@@ -506,7 +355,7 @@ class _Run:
             for tree in collect:
                 # A tree beside the work tree is a report's directory: a few files.
                 entries = None if tree == self.cwd else REPORT_ENTRIES
-                self.stderr += _copy_out(api, ident, tree, limits.disk, entries).encode()
+                self.stderr += copy_out(api, ident, tree, limits.disk, entries).encode()
         finally:
             elapsed = time.monotonic() - start
             with contextlib.suppress(Exception):
@@ -598,115 +447,6 @@ def _instant(text: Any) -> int | None:
         return None
     nanos = int((fraction + "000000000")[:9]) if fraction.isdigit() else 0
     return int(moment.timestamp()) * 1_000_000_000 + nanos
-
-
-def _copy_out(api: Any, ident: str, tree: Path, cap: int, entries: int | None = None) -> str:
-    """Replace the host's ``tree`` with the container's: the archive the engine gives
-    is the command's to shape, so nothing in it is followed, no member may leave the
-    tree, and only directories, regular files and links are made (issue 20). At most
-    ``cap`` bytes of files (``limits.disk``, all the tree's volume holds): a sparse file
-    claims any size, and the engine sends every byte of it. What was left out, for the
-    command's output ('' when nothing). At most ``entries`` members when given: empty
-    files take no room, and a flood of them would keep the grader unpacking past the
-    command's timeout."""
-    stream, _ = api.get_archive(ident, str(tree))
-    for child in list(tree.iterdir()):
-        _remove(child)
-    reader: Any = _StreamReader(stream)
-    size = 0
-    with contextlib.closing(stream), tarfile.open(fileobj=reader, mode="r|") as archive:
-        for count, member in enumerate(archive):
-            if entries is not None and count > entries:
-                return (
-                    f"\nrepogym: the copy of {tree} back to the grader stopped after "
-                    f"{entries} entries, the rest was left out\n"
-                )
-            parts = PurePosixPath(member.name).parts[1:]  # the archive's top is the tree
-            if not parts:
-                continue
-            member.name = "/".join(parts)
-            size += member.size if member.isreg() else 0
-            if size > cap:
-                return (
-                    f"\nrepogym: the copy of {tree} back to the grader stopped at "
-                    f"{member.name!r}: its files hold more than {cap >> 20} MiB "
-                    "(environment.limits.disk), the rest was left out\n"
-                )
-            kept = _member(member, tree)
-            if kept is not None:
-                archive.extract(kept, tree, set_attrs=not kept.issym(), **_CHECKED)
-    return ""
-
-
-# _member has checked each member: tarfile is told so where it has filters (3.12, and
-# 3.10.12 and 3.11.4 on), else from 3.14 on it would apply its own, and warns before that.
-_CHECKED: dict[str, Any] = {"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}
-
-
-def _member(member: tarfile.TarInfo, dest: Path) -> tarfile.TarInfo | None:
-    """``member`` as it may be made in ``dest``, or None to leave it out: what tarfile's
-    ``data`` filter checks, done here because the Python of Debian bookworm (3.11.2, the
-    Action's image on the tests' base) predates the filters. No absolute path, no
-    ``..``, nothing that would land outside ``dest`` through a link made before it, a
-    hard link only to a member inside; only directories, regular files and links; no
-    setuid, setgid or sticky bit, no group or other write; owned by the grader."""
-    name = PurePosixPath(member.name)
-    if member.name.startswith("/") or ".." in name.parts:
-        return None
-    kept = copy.copy(member)
-    kept.uid, kept.gid, kept.uname, kept.gname = os.geteuid(), os.getegid(), "", ""
-    if member.issym():
-        return kept if _inside(dest / name.parent, dest) else None
-    if not _inside(dest / name, dest):
-        return None
-    if member.islnk():
-        target = PurePosixPath(member.linkname).parts[1:]  # the archive's top is the tree
-        if member.linkname.startswith("/") or not target or ".." in target:
-            return None
-        kept.linkname = "/".join(target)
-        return kept if _inside(dest / kept.linkname, dest) else None
-    if member.isdir():
-        kept.mode = (member.mode & 0o755) | 0o700
-    elif member.isreg():
-        kept.mode = (member.mode & 0o755) | 0o600
-    else:
-        return None
-    return kept
-
-
-def _inside(path: Path, dest: Path) -> bool:
-    """Whether ``path``, every link on the way resolved, is ``dest`` or under it."""
-    real, root = os.path.realpath(path), os.path.realpath(dest)
-    return real == root or real.startswith(root + os.sep)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        for child in list(path.iterdir()):
-            _remove(child)
-        path.rmdir()
-    else:
-        path.unlink()
-
-
-class _StreamReader:
-    """A file over the chunks the SDK yields, for tarfile's stream mode."""
-
-    def __init__(self, chunks: Any) -> None:
-        self._chunks = iter(chunks)
-        self._pending = b""
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._pending) < size:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                break
-            self._pending += chunk
-        if size < 0:
-            data, self._pending = self._pending, b""
-        else:
-            data, self._pending = self._pending[:size], self._pending[size:]
-        return data
 
 
 AnyRunner = Runner | ContainerRunner  # what runs a grade's commands

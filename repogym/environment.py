@@ -24,7 +24,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from repogym import _git
-from repogym._container import ContainerRunner, connect, docker_module
+from repogym._container import ContainerRunner
+from repogym._engine import connect, docker_module
 from repogym.errors import EngineError
 from repogym.report import LOG_LINE
 from repogym.task import Task

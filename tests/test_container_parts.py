@@ -14,7 +14,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from repogym._container import HOST, LABEL, OWNER, _abandoned, _member, labels
+from repogym._archive import _member
+from repogym._engine import HOST, LABEL, OWNER, _abandoned, labels
 
 
 def _gone_pid() -> int:

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym import _container
+from repogym import _engine
 from tests import envimage
 from tests.conftest import Repo
 
 LABEL = "repogym"
-HOST = _container.HOST  # with the pid namespace, as the owner label has it
+HOST = _engine.HOST  # with the pid namespace, as the owner label has it
 DEADLINE = 120.0  # seconds: a backstop for a grade that hangs, never what a test waits for
 
 TASK = """version: 1
@@ -157,7 +157,7 @@ def grade(repo: Repo, report: Path, env: Mapping[str, str] | None = None) -> Gra
 
 def owned(client: Any, pid: int) -> list[str]:
     """The containers and volumes the grader ``pid`` of this host labelled as its own
-    (``repogym._container.labels``), as ``container <name> <state>`` or ``volume <name>``."""
+    (``repogym._engine.labels``), as ``container <name> <state>`` or ``volume <name>``."""
     mine = f"{HOST}/{pid}/"
     found = [
         f"container {c['Names'][0]} {c['State']}"

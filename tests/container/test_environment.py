@@ -15,8 +15,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from repogym._container import LABEL
 from repogym._demo import build_example_repo
+from repogym._engine import LABEL
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
 from tests.conftest import IDENTITY
 from tests.envimage import python_image

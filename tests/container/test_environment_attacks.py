@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from repogym._container import docker_module
+from repogym._engine import docker_module
 from tests import docker as cli
 from tests.container import envprobes as probes
 from tests.container.envtask import (
