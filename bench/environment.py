@@ -13,7 +13,9 @@ once (Debian's pytest; through the host's network, as the tests' images are buil
    whose own speed is not the environment's. A runner's first command includes the
    keeper's start and the tree's copy-in; each phase is timed by wrapping the calls of
    repogym._container. Targets: at most 0.5 s extra per command on the example, 1.5 s on
-   the large tree, for the first command and for later ones.
+   the large tree, for the first command and for later ones. The large tree's copy-in is
+   also timed alone both ways: tar in a container of the image (the runner's way from
+   ``UNPACK_FROM`` entries on) and the engine's put_archive.
 2. **Once per grade**: ``prepare`` of a ``dockerfile:`` task whose image is built already
    (``how: reused``) on both trees, and of ``image:`` (``local``); a whole grade calls
    ``prepare`` once. Target: one ``prepare`` per grade.
@@ -152,6 +154,8 @@ def instrument(client: Any) -> Phases:
     phases = Phases()
     phases.watch_duration()
     phases.wrap(ContainerRunner, "_new_keeper", "keeper")
+    if hasattr(ContainerRunner, "_unpack"):  # a large tree's copy-in, through tar in a container
+        phases.wrap(ContainerRunner, "_unpack", "copy in")
     for name, label in (("_copy_in", "copy in"), ("_copy_out", "copy out"), ("_wait", "wait")):
         phases.wrap(_container, name, label)
     for name, label in (
@@ -257,7 +261,32 @@ def per_command(client: Any, image: str, trees: dict[str, Path], rounds: int) ->
             for side in list(sides) if n % 2 == 0 else list(sides)[::-1]:
                 records += a_round(side, sides[side], tree, phases, once)
         found[name] = summarise_tree(name, tree, records, once)
+        if name == "large" and hasattr(_container, "UNPACK_FROM"):
+            copy_in_ways(client, image, tree, rounds)
     return found
+
+
+def copy_in_ways(client: Any, image: str, tree: Path, rounds: int) -> None:
+    """A large tree's copy-in through tar in a container (the runner's way from
+    ``UNPACK_FROM`` entries on) and through the engine's put_archive, alternating."""
+    chosen = _container.UNPACK_FROM
+    ways = {"tar in a container": chosen, "put_archive": sys.maxsize}
+    seconds: dict[str, list[float]] = defaultdict(list)
+    try:
+        for n in range(rounds):
+            for way in list(ways) if n % 2 == 0 else list(ways)[::-1]:
+                _container.UNPACK_FROM = ways[way]
+                with ContainerRunner(client, image) as runner:
+                    runner._new_keeper()
+                    start = time.perf_counter()
+                    runner._volume_for(tree)
+                    seconds[way].append(time.perf_counter() - start)
+    finally:
+        _container.UNPACK_FROM = chosen
+    print(
+        "  copy-in alone (median s): "
+        + ", ".join(f"{way} {median(seconds[way]):.3f}" for way in ways)
+    )
 
 
 def summarise_tree(name: str, tree: Path, records: list[Record], once: dict) -> dict:
