@@ -26,6 +26,16 @@ def expect(condition: bool, problem: str) -> None:
         raise SystemExit(f"sanity check failed: {problem}")
 
 
+def half_load() -> None:
+    """Keep a core busy half the time, forever: 50 ms of spinning, 50 ms of sleep (a
+    noisy neighbour for the perf grader's trials)."""
+    while True:
+        until = time.monotonic() + 0.05
+        while time.monotonic() < until:
+            pass
+        time.sleep(0.05)
+
+
 def best_of(rounds: int, sides: dict[str, Callable[[], object]]) -> dict[str, float]:
     """The minimum wall time of each side over interleaved rounds (order alternating)."""
     best = dict.fromkeys(sides, float("inf"))

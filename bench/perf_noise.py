@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import GIT_ENV
+from _common import GIT_ENV, half_load
 
 from repogym.graders.perf import PerfGrader
 from repogym.task import parse_task
@@ -105,15 +105,6 @@ def work(trials: int, n: int, scratch: Path) -> None:
             print(json.dumps(record), flush=True)
 
 
-def load() -> None:
-    """Keep a core busy half the time: 50 ms of spinning, 50 ms of sleep, forever."""
-    while True:
-        until = time.monotonic() + 0.05
-        while time.monotonic() < until:
-            pass
-        time.sleep(0.05)
-
-
 def report(records: list[dict[str, Any]], trials: int) -> bool:
     identical = [r for r in records if r["scenario"] == "identical"]
     half = [r for r in records if r["scenario"] == "half"]
@@ -142,7 +133,7 @@ def main() -> int:
     parser.add_argument("--load", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.load:
-        load()
+        half_load()
     if args.worker is not None:
         with tempfile.TemporaryDirectory(prefix="repogym-perf-noise-") as scratch:
             work(args.trials, args.worker, Path(scratch))

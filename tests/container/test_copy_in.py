@@ -1,0 +1,116 @@
+"""A tree's copy into a ContainerRunner's volume (issue 20): a large tree goes in through
+the image's own tar (the engine's put_archive takes five times as long a file), a small
+one or one for an image without tar through put_archive, and either way the command sees
+the same tree: names, kinds, modes, owner, sizes, link targets and hard links."""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repogym import _archive, _container
+from repogym._container import ContainerRunner, connect
+from tests.docker import base_image, engine_or_skip
+
+LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
+NO_TAR = "repogym-test-no-tar:1"
+
+
+@pytest.fixture(scope="module")
+def client() -> Any:
+    engine_or_skip()
+    base_image()
+    return connect()
+
+
+@pytest.fixture(scope="module")
+def no_tar(client: Any) -> str:
+    """The base without tar (nor a way to get it)."""
+    dockerfile = f"FROM {base_image()}\nRUN rm -f /usr/bin/tar /bin/tar\n"
+    image, _ = client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=NO_TAR, rm=True)
+    return str(image.id)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    tmp_path.chmod(0o711)
+    root = tmp_path / "tree"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("A = 1\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "private").write_text("x")
+    (root / "private").chmod(0o600)
+    (root / "empty").mkdir()
+    (root / "link").symlink_to("src")
+    (root / "dangling").symlink_to("/nowhere")
+    os.link(root / "run.sh", root / "hard")
+    for n in range(40):
+        (root / "many" / f"d{n // 10}").mkdir(parents=True, exist_ok=True)
+        (root / "many" / f"d{n // 10}" / f"f{n}.txt").write_text(str(n))
+    return root
+
+
+@pytest.fixture
+def put_archives(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path]]:
+    """The trees copied in by put_archive."""
+    copied: list[Path] = []
+    inner = _container.copy_in
+
+    def copy_in(
+        client: Any, container: str, at: str, tree: Path, uid: int, paths: Any = ()
+    ) -> None:
+        copied.append(tree)
+        inner(client, container, at, tree, uid, paths)
+
+    monkeypatch.setattr(_container, "copy_in", copy_in)
+    yield copied
+
+
+def listing(client: Any, image: str, tree: Path) -> str:
+    with ContainerRunner(client, image) as runner:
+        done = runner.run(LISTING, tree, timeout=120)
+    assert done.ok, done.tail()
+    return done.stdout
+
+
+@pytest.mark.parametrize("unpack_from", [1, 1_000_000], ids=["tar", "put_archive"])
+def test_the_command_sees_the_tree_as_it_is(
+    client: Any,
+    tree: Path,
+    put_archives: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    unpack_from: int,
+) -> None:
+    monkeypatch.setattr(_container, "UNPACK_FROM", 1_000_000)
+    reference = listing(client, base_image(), tree)
+    assert put_archives == [tree]
+    assert "./private f 600 10001 10001 1" in reference
+    assert "./run.sh f 755 10001 10001 10  2" in reference
+    assert "./dangling l 777 10001 10001 8 /nowhere 1" in reference
+    put_archives.clear()
+    monkeypatch.setattr(_container, "UNPACK_FROM", unpack_from)
+    assert listing(client, base_image(), tree) == reference
+    assert put_archives == ([] if unpack_from == 1 else [tree])
+
+
+def test_an_image_without_tar_gets_the_tree_by_put_archive(
+    client: Any, no_tar: str, tree: Path, put_archives: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_container, "UNPACK_FROM", 1_000_000)
+    reference = listing(client, base_image(), tree)
+    put_archives.clear()
+    monkeypatch.setattr(_container, "UNPACK_FROM", 1)
+    assert listing(client, no_tar, tree) == reference
+    assert put_archives == [tree]
+
+
+def test_a_tree_is_counted_only_up_to_the_threshold(tree: Path) -> None:
+    entries = sum(1 for _ in tree.rglob("*"))
+    assert _archive.has_entries(tree, entries)
+    assert not _archive.has_entries(tree, entries + 1)
