@@ -56,8 +56,9 @@ from _common import GIT_ENV, expect, half_load
 
 import repogym
 from repogym import _container, grading
-from repogym._container import ContainerRunner, connect
+from repogym._container import ContainerRunner
 from repogym._demo import EXAMPLES, build_example_repo
+from repogym._engine import connect
 from repogym._store import copies_dir
 from repogym.environment import prepare
 from repogym.errors import EngineError

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from repogym import _archive, _container
-from repogym._container import ContainerRunner, connect
+from repogym._container import ContainerRunner
+from repogym._engine import connect
 from tests.docker import base_image, engine_or_skip
 
 LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
