@@ -167,3 +167,29 @@ def test_an_image_that_cannot_be_pulled_fails_fast(any_job: Job) -> None:
         job, step, 12, "`environment.image` 'repogym-no-such-image:1' cannot be pulled"
     )
     assert seconds < 120, f"{seconds:.0f} s to fail a pull"
+
+
+def test_the_node_example_graded_in_its_dockerfiles_image(
+    any_job: Job, env_images: tuple[str, ...]
+) -> None:
+    """The demo's Node task, whose Dockerfile (read at the base) builds the image its
+    commands run in: graded end to end, passed, with its image built or found again."""
+    job = any_job
+    base = files_of(EXAMPLES / "node" / "repo")
+    pull = job.open_pull(8, base=base, head=files_of(EXAMPLES / "node" / "solution"))
+    started = time.monotonic()
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    seconds = time.monotonic() - started
+    assert step.exit_code == 0, step.log
+    assert step.outputs["summary"].startswith("PASS 1.000 ")
+    [run] = job.fake.check_runs(pull.head_sha)
+    assert (run["status"], run["conclusion"]) == ("completed", "success")
+    [comment] = job.fake.comments(8)
+    assert "repogym: passed" in comment["body"]
+    assert "\n$ node --test" in step.log  # the task's command, in its group of the log
+    assert step.report is not None
+    environment = step.report["environment"]
+    assert environment["source"] == "dockerfile"
+    assert environment["image"] == ".repogym/Dockerfile"
+    assert environment["how"] in ("built", "reused")
+    print(f"node example graded by the Action ({type(job.runner).__name__}): {seconds:.1f} s")

@@ -15,7 +15,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from repogym._demo import build_example_repo
+from repogym._demo import EXAMPLES, build_example_repo
 from repogym._engine import LABEL
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
 from tests.conftest import IDENTITY
@@ -286,3 +286,23 @@ def test_the_demo_grades_every_example_where_the_engine_has_their_images(
     assert "skipped" not in done.stdout
     verdicts = [line for line in done.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
     assert len(verdicts) == 6 and all(v.startswith("PASS 1.000") for v in verdicts), verdicts
+
+
+def test_repoenv_solves_the_node_example_in_its_image(
+    tmp_path: Path, env_images: tuple[str, ...]
+) -> None:
+    repo = build_example_repo("node", tmp_path / "repo", solution=False)
+    gold = (EXAMPLES / "node" / "solution" / "src" / "duration.js").read_text()
+    with RepoEnv(repo, base="main") as env:
+        env.reset()
+        observation, *_ = env.step(RunCommand("node --version; id -u"))
+        assert observation["output"].splitlines()[1] == "10001", observation
+        assert observation["output"].startswith("v20."), observation
+        observation, reward, terminated, _, _ = env.step(Submit())
+        assert terminated and reward < 1.0, observation
+    with RepoEnv(repo, base="main") as env:
+        env.reset()
+        env.step(WriteFile("src/duration.js", gold))
+        observation, reward, terminated, _, _ = env.step(Submit())
+    assert terminated and reward == 1.0, observation
+    assert _ours() == []
