@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import docker
@@ -306,3 +309,52 @@ def test_repoenv_solves_the_node_example_in_its_image(
         observation, reward, terminated, _, _ = env.step(Submit())
     assert terminated and reward == 1.0, observation
     assert _ours() == []
+
+
+def test_a_socket_closed_to_the_user_is_one_line_before_grading(image: str) -> None:
+    """An engine's socket this user may not open (root's, mode 0600; the grade as
+    nobody): exit 2, one line saying so and how to fix it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to grade as another user")
+    nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+    runs = subprocess.run([*nobody, sys.executable, "-c", "pass"], capture_output=True)
+    if runs.returncode != 0:
+        pytest.skip(f"{sys.executable} cannot run as nobody: {runs.stderr[-200:]!r}")
+    place = Path(tempfile.mkdtemp(prefix="repogym-socket-"))
+    try:
+        place.chmod(0o755)
+        repo = build_example_repo("bugfix", place / "repo")
+        _with_environment(repo, f"environment:\n  image: {image}\n")
+        subprocess.run(["chown", "-R", "65534:65534", str(repo)], check=True)
+        with socket.socket(socket.AF_UNIX) as engine:
+            engine.bind(str(place / "engine.sock"))
+            (place / "engine.sock").chmod(0o600)
+            engine.listen()
+            done = subprocess.run(
+                [
+                    *nobody,
+                    "env",
+                    f"HOME={place}",
+                    f"DOCKER_HOST=unix://{place}/engine.sock",
+                    sys.executable,
+                    "-m",
+                    "repogym",
+                    "grade",
+                    "-C",
+                    str(repo),
+                    "--base",
+                    "main",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=BACKSTOP,
+            )
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"repogym: error: the Docker engine's socket unix://{place}/engine.sock is closed to "
+        "this user (permission denied): add the user to the socket's group (docker), or run "
+        "as root"
+    ]
