@@ -26,9 +26,9 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   grader's clock around the API calls: creating, starting and removing a container are
   not the command's time (the perf grader's ``wall``).
 - **Leftovers.** Every container and volume is labelled with its owner (host name and
-  pid namespace, pid and the pid's start time) and an expiry; :func:`repogym._engine.sweep`, run when a
-  runner opens, removes those of owners that are gone from this host and those past
-  their expiry.
+  pid namespace, pid and the pid's start time) and an expiry;
+  :func:`repogym._engine.sweep`, run when a runner opens, removes those of owners that
+  are gone from this host and those past their expiry.
 """
 
 from __future__ import annotations
