@@ -8,6 +8,8 @@ that line, exit 2, before any grading."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -193,3 +195,41 @@ def test_the_node_example_graded_in_its_dockerfiles_image(
     assert environment["image"] == ".repogym/Dockerfile"
     assert environment["how"] in ("built", "reused")
     print(f"node example graded by the Action ({type(job.runner).__name__}): {seconds:.1f} s")
+
+
+def test_a_cancelled_job_removes_the_command_s_container(any_job: Job, image: str) -> None:
+    """The runner's SIGTERM while the task's command runs in its container: the run
+    stops at once, the check run is completed as cancelled, and the container is gone
+    (removed by the grader's own clean-up, not left to a later grade's sweep)."""
+    job = any_job
+    mark = f"repogym-cancel-{os.urandom(6).hex()}"
+    base, solution = task_with({"image": image})
+    task = yaml.safe_load(base[".repogym.yml"])
+    task["tests"]["command"] = f"sleep 3600 # {mark}\n" + task["tests"]["command"]
+    task["tests"]["timeout"] = 3600
+    base[".repogym.yml"] = yaml.safe_dump(task, sort_keys=False)
+    pull = job.open_pull(9, base=base, head=solution)
+    engine = docker.from_env()
+    # The engine's start events say when the command's container runs: no clock.
+    events = engine.events(decode=True, filters={"event": "start", "type": "container"})
+
+    def mine() -> list[str]:
+        found = engine.api.containers(all=True, filters={"label": "repogym"})
+        return [c["Id"] for c in found if mark in c["Command"]]
+
+    def on_started(process: Any) -> None:
+        for event in events:
+            started = engine.api.inspect_container(event["id"])
+            if mark in " ".join(started["Config"]["Cmd"] or []):
+                break
+        events.close()
+        process.send_signal(signal.SIGTERM)
+
+    step = job.run(
+        "pull_request", job.event("pull_request.opened", pull), pull, on_started=on_started
+    )
+    assert step.exit_code == 128 + signal.SIGTERM, step.log
+    assert "Traceback" not in step.log
+    [run] = job.fake.check_runs(pull.head_sha)
+    assert (run["status"], run["conclusion"]) == ("completed", "cancelled")
+    assert mine() == []
