@@ -136,11 +136,11 @@ class Phases:
         return taken
 
     def watch_duration(self) -> None:
-        """Keep what ``_container._duration`` said of the last command. The engine stamps
+        """Keep what ``_container.duration`` said of the last command. The engine stamps
         a start once the start call is done: a command that exits sooner (``true``) has
         an exit stamped before its start, and the runner falls back on the grader's clock
         around the whole container, which is not the command's own time."""
-        inner = _container._duration
+        inner = _container.duration
 
         def duration(state: Any) -> float | None:
             said = inner(state)
@@ -148,7 +148,7 @@ class Phases:
             return said
 
         self.inverted = 0
-        _container._duration = duration
+        _container.duration = duration
 
 
 def instrument(client: Any) -> Phases:
@@ -157,7 +157,7 @@ def instrument(client: Any) -> Phases:
     phases.wrap(ContainerRunner, "_new_keeper", "keeper")
     if hasattr(ContainerRunner, "_unpack"):  # a large tree's copy-in, through tar in a container
         phases.wrap(ContainerRunner, "_unpack", "copy in")
-    for name, label in (("copy_in", "copy in"), ("copy_out", "copy out"), ("_wait", "wait")):
+    for name, label in (("copy_in", "copy in"), ("copy_out", "copy out"), ("wait_exit", "wait")):
         phases.wrap(_container, name, label)
     for name, label in (
         ("create_container", "create"),

@@ -45,17 +45,24 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from repogym import progress
 from repogym._archive import copy_in, copy_out, has_entries, tar
-from repogym._engine import docker_module, labels, sweep
+from repogym._engine import (
+    close_attach,
+    confined,
+    docker_module,
+    duration,
+    labels,
+    raw_socket,
+    sweep,
+    wait_exit,
+)
 from repogym._process import leave_stop_signals_to_the_main_thread
 from repogym.runner import (
     DEFAULT_OUTPUT_CAP,
-    POLL_SLICE,
     CommandResult,
     Runner,
     check_timeout,
@@ -206,7 +213,7 @@ class ContainerRunner:
         """Remove the keepers and every volume of this runner."""
         docker = docker_module()
         for keeper in self._keepers:
-            _close(keeper.attach)
+            close_attach(keeper.attach)
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_container(keeper.container, force=True)
             # The volumes are free only once it is gone (auto_remove may still be at it).
@@ -258,7 +265,7 @@ class ContainerRunner:
         host = api.create_host_config(
             mounts=[docker.types.Mount(target=_UNPACK_AT, source=volume, type="volume")],
             cpuset_cpus=self._cpuset,
-            **_confined(room, "none"),
+            **confined(room, "none"),
         )
         ident = None
         try:
@@ -274,11 +281,11 @@ class ContainerRunner:
             attach = api.attach_socket(ident, params={"stdin": 1, "stream": 1})
             try:
                 api.start(ident)
-                tar(tree, UID, into=_raw(attach))
-                _raw(attach).shutdown(socket.SHUT_WR)
+                tar(tree, UID, into=raw_socket(attach))
+                raw_socket(attach).shutdown(socket.SHUT_WR)
                 return int(api.wait(ident).get("StatusCode", -1)) == 0
             finally:
-                _close(attach)
+                close_attach(attach)
         except (OSError, docker.errors.APIError):
             return False
         finally:
@@ -307,7 +314,7 @@ class ContainerRunner:
                 docker.types.Mount(target=f"{_POOL_AT}/{i}", source=n, type="volume")
                 for i, n in enumerate(made)
             ],
-            **_confined(Limits(cpus=0.1, memory=16 << 20, pids=16, disk=1 << 20), "none"),
+            **confined(Limits(cpus=0.1, memory=16 << 20, pids=16, disk=1 << 20), "none"),
             auto_remove=True,
         )
         created = self.client.api.create_container(
@@ -323,24 +330,6 @@ class ContainerRunner:
         keeper = _Keeper(container=created["Id"], attach=attach, names=made, free=made[::-1])
         self._keepers.append(keeper)
         return keeper
-
-
-def _confined(limits: Limits, network: str) -> dict[str, Any]:
-    """The host config every container of repogym's gets: see the module docstring."""
-    docker = docker_module()
-    return {
-        "network_mode": network,
-        "read_only": True,
-        "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={limits.disk}"},
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        "mem_limit": limits.memory,
-        "memswap_limit": limits.memory,
-        "pids_limit": limits.pids,
-        "nano_cpus": int(limits.cpus * 1e9),
-        "log_config": docker.types.LogConfig(type="none"),
-        "ipc_mode": "private",
-    }
 
 
 # -- one command ---------------------------------------------------------------------------
@@ -366,7 +355,7 @@ class _Run:
         host = api.create_host_config(
             mounts=self.mounts,
             cpuset_cpus=self.runner._cpuset,
-            **_confined(limits, "bridge" if given else "none"),
+            **confined(limits, "bridge" if given else "none"),
         )
         created = api.create_container(
             self.runner.image,
@@ -388,9 +377,9 @@ class _Run:
             reader = threading.Thread(target=self._read, args=(attach,), daemon=True)
             api.start(ident)
             with contextlib.suppress(OSError):
-                _raw(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
+                raw_socket(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
             reader.start()
-            timed_out = not _wait(api, ident, reader, start + self.timeout)
+            timed_out = not wait_exit(api, ident, reader, start + self.timeout)
             if timed_out:
                 with contextlib.suppress(Exception):
                     api.kill(ident)
@@ -414,7 +403,7 @@ class _Run:
             command=self.command,
             exit_code=None if timed_out else int(state.get("ExitCode", -1)),
             timed_out=timed_out,
-            duration=_duration(state) or elapsed,
+            duration=duration(state) or elapsed,
             stdout=self.stdout.decode("utf-8", "replace"),
             stderr=self.stderr.decode("utf-8", "replace"),
             stdout_cut=self.cut[0],
@@ -431,67 +420,7 @@ class _Run:
                     self.cut[1] += keep_tail(self.stderr, data, cap)
                 else:
                     self.cut[0] += keep_tail(self.stdout, data, cap)
-        _close(attach)
-
-
-def _close(attach: Any) -> None:
-    """Close an attach stream and the socket under it (the SDK's wrapper leaves it open):
-    the container's stdin ends."""
-    raw = _raw(attach)
-    with contextlib.suppress(OSError):
-        raw.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(OSError):
-        attach.close()
-    with contextlib.suppress(OSError):
-        raw.close()
-
-
-def _raw(attach: Any) -> Any:
-    """The socket under the SDK's wrapper of an attach stream."""
-    return getattr(attach, "_sock", attach)
-
-
-def _wait(api: Any, ident: str, reader: threading.Thread, deadline: float) -> bool:
-    """Wait for the container to exit by ``deadline`` (monotonic); whether it did. In
-    slices, so that a cancel's signal is handled at once (see repogym.runner.POLL_SLICE)."""
-    while reader.is_alive():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        reader.join(min(POLL_SLICE, left))
-    # Its output ended: the process exited, or closed its output and goes on.
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        try:
-            api.wait(ident, timeout=max(1, math.ceil(min(POLL_SLICE, left))))
-            return True
-        except Exception as error:  # the request's read timed out: still running
-            said = f"{type(error).__name__} {error}".lower()
-            if "timed out" not in said and "timeout" not in said:
-                raise
-
-
-def _duration(state: Mapping[str, Any]) -> float | None:
-    """Seconds from the process's start to its exit as the engine recorded them."""
-    started, finished = _instant(state.get("StartedAt")), _instant(state.get("FinishedAt"))
-    if started is None or finished is None or finished < started:
-        return None
-    return (finished - started) / 1e9
-
-
-def _instant(text: Any) -> int | None:
-    """An RFC 3339 time of the engine's, with its nanoseconds, in ns since the epoch."""
-    if not isinstance(text, str) or not text.endswith("Z") or text.startswith("0001-"):
-        return None
-    whole, _, fraction = text[:-1].partition(".")
-    try:
-        moment = datetime.fromisoformat(whole).replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
-    nanos = int((fraction + "000000000")[:9]) if fraction.isdigit() else 0
-    return int(moment.timestamp()) * 1_000_000_000 + nanos
+        close_attach(attach)
 
 
 AnyRunner = Runner | ContainerRunner  # what runs a grade's commands

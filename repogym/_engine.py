@@ -1,7 +1,9 @@
 """The Docker Engine as repogym uses it (issue 20): the SDK, imported only when a task
 names an environment; the engine at ``DOCKER_HOST`` or the default socket, with one-line
 errors; and the labels by which the containers and volumes of a grader that died are
-found and removed (:func:`sweep`).
+found and removed (:func:`sweep`); and what every container of repogym's shares: its
+confinement (:func:`confined`), the wait on its exit in slices a cancel's signal gets
+through, and its duration as the engine recorded it.
 
 Every container and volume is labelled with its owner (host name and pid namespace, pid
 and the pid's start time) and an expiry; a sweep removes those of owners that are gone
@@ -12,14 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from repogym.errors import EngineError
+from repogym.runner import POLL_SLICE
+from repogym.task._environment import Limits
 
 LABEL = "repogym"  # every container and volume repogym makes carries it
 
@@ -134,3 +141,84 @@ def sweep(client: Any) -> int:
                 client.api.remove_volume(volume["Name"])
                 removed += 1
     return removed
+
+
+# -- containers ------------------------------------------------------------------------------
+
+
+def confined(limits: Limits, network: str) -> dict[str, Any]:
+    """The host config every container of repogym's gets: see the module docstring."""
+    docker = docker_module()
+    return {
+        "network_mode": network,
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={limits.disk}"},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,
+        "pids_limit": limits.pids,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "log_config": docker.types.LogConfig(type="none"),
+        "ipc_mode": "private",
+    }
+
+
+def close_attach(attach: Any) -> None:
+    """Close an attach stream and the socket under it (the SDK's wrapper leaves it open):
+    the container's stdin ends."""
+    raw = raw_socket(attach)
+    with contextlib.suppress(OSError):
+        raw.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        attach.close()
+    with contextlib.suppress(OSError):
+        raw.close()
+
+
+def raw_socket(attach: Any) -> Any:
+    """The socket under the SDK's wrapper of an attach stream."""
+    return getattr(attach, "_sock", attach)
+
+
+def wait_exit(api: Any, ident: str, reader: threading.Thread, deadline: float) -> bool:
+    """Wait for the container to exit by ``deadline`` (monotonic); whether it did. In
+    slices, so that a cancel's signal is handled at once (see repogym.runner.POLL_SLICE)."""
+    while reader.is_alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        reader.join(min(POLL_SLICE, left))
+    # Its output ended: the process exited, or closed its output and goes on.
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            api.wait(ident, timeout=max(1, math.ceil(min(POLL_SLICE, left))))
+            return True
+        except Exception as error:  # the request's read timed out: still running
+            said = f"{type(error).__name__} {error}".lower()
+            if "timed out" not in said and "timeout" not in said:
+                raise
+
+
+def duration(state: Mapping[str, Any]) -> float | None:
+    """Seconds from the process's start to its exit as the engine recorded them."""
+    started, finished = _instant(state.get("StartedAt")), _instant(state.get("FinishedAt"))
+    if started is None or finished is None or finished < started:
+        return None
+    return (finished - started) / 1e9
+
+
+def _instant(text: Any) -> int | None:
+    """An RFC 3339 time of the engine's, with its nanoseconds, in ns since the epoch."""
+    if not isinstance(text, str) or not text.endswith("Z") or text.startswith("0001-"):
+        return None
+    whole, _, fraction = text[:-1].partition(".")
+    try:
+        moment = datetime.fromisoformat(whole).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    nanos = int((fraction + "000000000")[:9]) if fraction.isdigit() else 0
+    return int(moment.timestamp()) * 1_000_000_000 + nanos
