@@ -87,7 +87,6 @@ def prepare(task: Task, repo: Path, rubric: str) -> Prepared:
     start = time.monotonic()
     if config.dockerfile is not None:
         image_id, how = _build(client, task, config.dockerfile, repo, rubric)
-        found = client.images.get(image_id)
         return Prepared(
             config=config,
             image=config.dockerfile,
@@ -98,8 +97,7 @@ def prepare(task: Task, repo: Path, rubric: str) -> Prepared:
             client=client,
         )
     assert config.image is not None
-    image, how = _image(client, task, config.image)
-    found = image
+    found, how = _image(client, task, config.image)
     digests = found.attrs.get("RepoDigests") or []
     warnings = () if config.pinned else (_unpinned(task, config.image, found.id, digests),)
     return Prepared(
