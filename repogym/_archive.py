@@ -77,6 +77,23 @@ def has_entries(tree: Path, least: int) -> bool:
     return False
 
 
+def within(tree: Path, most: int) -> bool:
+    """Whether ``tree``'s files take at most ``most`` bytes in a tmpfs (each in whole
+    pages; walked only up to there)."""
+    total, pending = 0, [str(tree)]
+    while pending:
+        with os.scandir(pending.pop()) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                    continue
+                size = entry.stat(follow_symlinks=False).st_size if entry.is_file() else 0
+                total += -(-size // 4096) * 4096
+                if total > most:
+                    return False
+    return True
+
+
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
     while chunk := stream.read(1 << 20):
         yield chunk

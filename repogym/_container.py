@@ -41,7 +41,6 @@ import shutil
 import socket
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,32 +48,27 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
-from repogym._archive import copy_in, copy_out, has_entries, tar
+from repogym._archive import copy_in, has_entries, tar, within
+from repogym._command import NAME, UID, Command, Early, Setting
 from repogym._engine import (
     close_attach,
     confined,
     docker_module,
-    duration,
     labels,
     raw_socket,
     sweep,
-    wait_exit,
 )
 from repogym._process import leave_stop_signals_to_the_main_thread
 from repogym.runner import (
     DEFAULT_OUTPUT_CAP,
+    POLL_SLICE,
     CommandResult,
     Runner,
     check_timeout,
-    keep_tail,
 )
 from repogym.task._environment import Limits
 
-UID = 10001  # the user every command runs as in a container (no name in the image needed)
-NAME = "repogym"
 POOL = 4  # volumes a keeper holds; a runner that needs more starts another keeper
-REPORT_ENTRIES = 10_000  # entries copied back of a tree other than the work tree
-GRACE = 120.0  # seconds past a command's timeout after which its container is anyone's to remove
 KEEPER_LIFE = 24 * 3600.0  # seconds after which a keeper's volumes are anyone's to remove
 # Entries from which a tree goes in through tar in a container of the image rather than
 # the engine's put_archive: the engine unpacks at ~50 µs an entry (20,000 files: 0.9 s,
@@ -115,6 +109,8 @@ class ContainerRunner:
     _cpuset: str = ""
     _warming: threading.Thread = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pooled: threading.Event = field(default_factory=threading.Event)  # first keeper's volumes
+    _held: threading.Event = field(default_factory=threading.Event)  # first keeper started, or not
 
     def __post_init__(self) -> None:
         sweep(self.client)
@@ -130,10 +126,23 @@ class ContainerRunner:
         self._warming.start()
 
     def _warm(self) -> None:
+        """Start the first keeper: its volumes, then its container. If it fails, the
+        first use of a tree starts one again and says why."""
         leave_stop_signals_to_the_main_thread()
-        with contextlib.suppress(Exception), self._lock:  # if it fails, the first use says why
-            if not self._keepers:
-                self._new_keeper()
+        keeper = None
+        try:
+            with contextlib.suppress(Exception), self._lock:
+                keeper = self._pool() if not self._keepers else None
+        finally:
+            self._pooled.set()
+        try:
+            if keeper is not None:
+                self._start(keeper)
+        except Exception:
+            with self._lock:
+                self._drop(keeper)
+        finally:
+            self._held.set()
 
     @property
     def path(self) -> str:
@@ -211,12 +220,32 @@ class ContainerRunner:
         told = progress.current()
         if told is not None:
             told.command_started(command, cwd)
-        trees = {Path(cwd), *map(Path, writable), *map(Path, collect)}
-        mounts = [self._mount(tree, read_only=tree not in writable) for tree in sorted(trees)]
-        variables = {**self.environment(), **(env or {})}
-        result = _Run(self, command, Path(cwd), timeout, variables, mounts, network).go(
-            [Path(p) for p in collect]
+        trees = sorted({Path(cwd), *map(Path, writable), *map(Path, collect)})
+        writes = {Path(t) for t in writable}
+        setting = Setting(
+            api=self.client.api,
+            image=self.image,
+            limits=self.limits,
+            cpuset=self._cpuset,
+            networked=self.network == "all" or (self.network == "setup" and network),
+            output_cap=self.output_cap,
         )
+        variables = {**self.environment(), **(env or {})}
+        gathered = [Path(p) for p in collect]
+        result = None
+        beside = self._early(trees, writes)
+        if beside is not None:
+            early = beside[0]
+            mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
+            result = Command(setting, command, Path(cwd), timeout, variables, mounts, early).go(
+                gathered
+            )
+            if result is None:
+                self._after_early(*beside)
+        if result is None:
+            mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
+            result = Command(setting, command, Path(cwd), timeout, variables, mounts).go(gathered)
+            assert result is not None  # only an early command stops short
         if told is not None:
             told.command_finished(result)
         return result
@@ -252,7 +281,52 @@ class ContainerRunner:
             source=name,
             type="volume",
             read_only=read_only,
+            # Not the image's files at that path, nor their owner: a command that mounts
+            # an empty volume the keeper holds would otherwise give its root to root.
+            no_copy=True,
         )
+
+    def _early(
+        self, trees: list[Path], writes: set[Path]
+    ) -> tuple[Early, _Keeper, list[Path]] | None:
+        """While the first keeper starts, the trees of a command that can run beside it
+        (see repogym._command): their volumes taken from it now, the one with files in
+        it (at most one, written by the command, its pages a small part of the memory
+        the command is charged for) to be unpacked by the command's container."""
+        if self._held.is_set():
+            return None
+        self._pooled.wait()
+        with self._lock:
+            keeper = next((k for k in self._keepers if not k.container), None)
+            new = [tree for tree in trees if tree not in self._volumes]
+            full = [tree for tree in new if any(tree.iterdir())]
+            if keeper is None or not new or len(new) > len(keeper.free) or len(full) > 1:
+                return None
+            if full and (full[0] not in writes or not within(full[0], self.limits.memory // 8)):
+                return None
+            for tree in new:
+                self._volumes[tree] = keeper.free.pop()
+        early = Early(tree=full[0] if full else None, held=lambda: self._hold(keeper))
+        return early, keeper, new
+
+    def _hold(self, keeper: _Keeper) -> bool:
+        """Wait for the first keeper's start (in slices: a cancel's signal is handled at
+        once); whether it holds its volumes."""
+        while not self._held.wait(POLL_SLICE):
+            pass
+        return bool(keeper.container)
+
+    def _after_early(self, early: Early, keeper: _Keeper, new: list[Path]) -> None:
+        """An early command did not reach the command: if the keeper holds its volumes,
+        the tree goes in as any other's (over what part of it got there), else the
+        trees are given volumes again."""
+        self._warming.join()
+        if not keeper.container:  # dropped with its volumes
+            for tree in new:
+                self._volumes.pop(tree, None)
+        elif early.tree is not None:
+            at = f"{_POOL_AT}/{keeper.names.index(self._volumes[early.tree])}"
+            copy_in(self.client, keeper.container, at, early.tree, UID)
 
     def _volume_for(self, tree: Path) -> str:
         """A pool volume for ``tree``, with the host's tree copied in."""
@@ -277,7 +351,9 @@ class ContainerRunner:
         limits = self.limits
         room = Limits(cpus=limits.cpus, memory=limits.disk + (64 << 20), pids=64, disk=1 << 20)
         host = api.create_host_config(
-            mounts=[docker.types.Mount(target=_UNPACK_AT, source=volume, type="volume")],
+            mounts=[
+                docker.types.Mount(target=_UNPACK_AT, source=volume, type="volume", no_copy=True)
+            ],
             cpuset_cpus=self._cpuset,
             **confined(room, "none"),
         )
@@ -308,8 +384,17 @@ class ContainerRunner:
                     api.remove_container(ident, force=True)
 
     def _new_keeper(self) -> _Keeper:
-        docker = docker_module()
-        size = self.limits.disk
+        """Another keeper, started (the caller holds the lock)."""
+        keeper = self._pool()
+        try:
+            self._start(keeper)
+        except BaseException:
+            self._drop(keeper)
+            raise
+        return keeper
+
+    def _pool(self) -> _Keeper:
+        """A keeper's volumes, the keeper not yet started (the caller holds the lock)."""
         made = []
         for index in range(POOL):
             volume = self.client.api.create_volume(
@@ -318,20 +403,29 @@ class ContainerRunner:
                 driver_opts={
                     "type": "tmpfs",
                     "device": "tmpfs",
-                    "o": f"size={size},uid={UID},gid={UID},mode=0755,nosuid,nodev",
+                    "o": f"size={self.limits.disk},uid={UID},gid={UID},mode=0755,nosuid,nodev",
                 },
                 labels=labels(KEEPER_LIFE),
             )
             made.append(volume["Name"])
-        host = self.client.api.create_host_config(
+        keeper = _Keeper(container="", attach=None, names=made, free=made[::-1])
+        self._keepers.append(keeper)
+        return keeper
+
+    def _start(self, keeper: _Keeper) -> None:
+        docker = docker_module()
+        api = self.client.api
+        host = api.create_host_config(
             mounts=[
-                docker.types.Mount(target=f"{_POOL_AT}/{i}", source=n, type="volume")
-                for i, n in enumerate(made)
+                docker.types.Mount(
+                    target=f"{_POOL_AT}/{i}", source=n, type="volume", no_copy=True
+                )
+                for i, n in enumerate(keeper.names)
             ],
             **confined(Limits(cpus=0.1, memory=16 << 20, pids=16, disk=1 << 20), "none"),
             auto_remove=True,
         )
-        created = self.client.api.create_container(
+        created = api.create_container(
             self.image,
             command=["/bin/sh", "-c", "read -r _"],
             user=f"{UID}:{UID}",
@@ -339,102 +433,25 @@ class ContainerRunner:
             labels=labels(KEEPER_LIFE),
             host_config=host,
         )
-        attach = self.client.api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
-        self.client.api.start(created["Id"])
-        keeper = _Keeper(container=created["Id"], attach=attach, names=made, free=made[::-1])
-        self._keepers.append(keeper)
-        return keeper
-
-
-# -- one command ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Run:
-    runner: ContainerRunner
-    command: str
-    cwd: Path
-    timeout: float
-    env: dict[str, str]
-    mounts: list[Any]
-    network: bool
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    cut: list[int] = field(default_factory=lambda: [0, 0])
-
-    def go(self, collect: list[Path]) -> CommandResult:
-        api = self.runner.client.api
-        limits = self.runner.limits
-        given = self.runner.network == "all" or (self.runner.network == "setup" and self.network)
-        host = api.create_host_config(
-            mounts=self.mounts,
-            cpuset_cpus=self.runner._cpuset,
-            **confined(limits, "bridge" if given else "none"),
-        )
-        created = api.create_container(
-            self.runner.image,
-            command=["/bin/sh", "-c", self.command],
-            user=f"{UID}:{UID}",
-            working_dir=str(self.cwd),
-            environment=self.env,
-            stdin_open=True,  # with detach=False (the default), stdin is closed once detached
-            labels=labels(self.timeout + GRACE),
-            host_config=host,
-        )
-        ident = created["Id"]
-        start = time.monotonic()
-        timed_out = False
+        attach = api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
         try:
-            attach = api.attach_socket(
-                ident, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
-            reader = threading.Thread(target=self._read, args=(attach,), daemon=True)
-            api.start(ident)
-            with contextlib.suppress(OSError):
-                raw_socket(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
-            reader.start()
-            timed_out = not wait_exit(api, ident, reader, start + self.timeout)
-            if timed_out:
-                with contextlib.suppress(Exception):
-                    api.kill(ident)
-                api.wait(ident, timeout=60)
-            reader.join(5)
-            state = api.inspect_container(ident)["State"]
-            for tree in collect:
-                # A tree beside the work tree is a report's directory: a few files.
-                entries = None if tree == self.cwd else REPORT_ENTRIES
-                self.stderr += copy_out(api, ident, tree, limits.disk, entries).encode()
-        finally:
-            elapsed = time.monotonic() - start
+            api.start(created["Id"])
+        except BaseException:
+            close_attach(attach)
             with contextlib.suppress(Exception):
-                api.remove_container(ident, force=True)
-        if state.get("OOMKilled"):
-            self.stderr += (
-                f"\nrepogym: killed: the command went over its memory limit "
-                f"({limits.memory >> 20} MiB, environment.limits.memory)\n"
-            ).encode()
-        return CommandResult(
-            command=self.command,
-            exit_code=None if timed_out else int(state.get("ExitCode", -1)),
-            timed_out=timed_out,
-            duration=duration(state) or elapsed,
-            stdout=self.stdout.decode("utf-8", "replace"),
-            stderr=self.stderr.decode("utf-8", "replace"),
-            stdout_cut=self.cut[0],
-            stderr_cut=self.cut[1],
-        )
+                api.remove_container(created["Id"], force=True)
+            raise
+        keeper.attach = attach
+        keeper.container = created["Id"]  # last: a keeper with a container is started
 
-    def _read(self, attach: Any) -> None:
-        leave_stop_signals_to_the_main_thread()
-        frames = docker_module().utils.socket.frames_iter(attach, tty=False)
-        cap = self.runner.output_cap
-        with contextlib.suppress(Exception):
-            for stream, data in frames:
-                if stream == 2:
-                    self.cut[1] += keep_tail(self.stderr, data, cap)
-                else:
-                    self.cut[0] += keep_tail(self.stdout, data, cap)
-        close_attach(attach)
+    def _drop(self, keeper: _Keeper | None) -> None:
+        """A keeper that did not start, and its volumes (the caller holds the lock)."""
+        if keeper is None or keeper not in self._keepers:
+            return
+        self._keepers.remove(keeper)
+        for name in keeper.names:
+            with contextlib.suppress(Exception):
+                self.client.api.remove_volume(name, force=True)
 
 
 AnyRunner = Runner | ContainerRunner  # what runs a grade's commands

@@ -195,7 +195,7 @@ def commands(client: Any, pid: int) -> list[str]:
     found = []
     for c in client.api.containers(all=True, filters={"label": LABEL}):
         if (c.get("Labels") or {}).get(f"{LABEL}.owner", "").startswith(f"{HOST}/{pid}/"):
-            what = "keeper" if "read -r _" in c["Command"] else c["Command"]
+            what = "keeper" if c["Command"] == "/bin/sh -c 'read -r _'" else c["Command"]
             found.append(f"{what} {c['State']}")
     return found
 
