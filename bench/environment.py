@@ -11,9 +11,11 @@ once (Debian's pytest; through the host's network, as the tests' images are buil
    The extra is the time around the command (wall less the command's own duration) in a
    container less that in the uid sandbox: the two run different Pythons and pytests,
    whose own speed is not the environment's. A runner's first command includes the
-   keeper's start and the tree's copy-in; each phase is timed by wrapping the calls of
-   repogym._container. Targets: at most 0.5 s extra per command on the example, 1.5 s on
-   the large tree, for the first command and for later ones. The large tree's copy-in is
+   tree's copy-in and what of the keeper's start it waits for (the keeper starts beside
+   it, in a thread: its phases are shown as ``beside``); each phase is timed by wrapping
+   the calls of repogym._container and repogym._command. Targets: at most 0.5 s extra
+   per command on the example, 1.5 s on the large tree, for the first command and for
+   later ones. The large tree's copy-in is
    also timed alone both ways: tar in a container of the image (the runner's way from
    ``UNPACK_FROM`` entries on) and the engine's put_archive.
 2. **Once per grade**: ``prepare`` of a ``dockerfile:`` task whose image is built already
@@ -42,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -55,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import GIT_ENV, expect, half_load
 
 import repogym
-from repogym import _container, grading
+from repogym import _command, _container, grading
 from repogym._container import ContainerRunner
 from repogym._demo import EXAMPLES, build_example_repo
 from repogym._engine import connect
@@ -78,8 +81,8 @@ TESTS = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitx
 ENVIRONMENT = f"environment:\n  image: {IMAGE}\n"
 TARGETS = {"bugfix": 0.5, "large": 1.5}  # seconds extra per command
 LATER = ("true", "tests", "true", "tests")  # a runner's commands after its first (tests)
-PHASES = ("keeper", "copy in", "create", "attach", "start", "wait", "inspect", "copy out")
-PHASES += ("remove",)
+PHASES = ("keeper", "copy in", "create", "attach", "start", "keeper wait", "wait", "inspect")
+PHASES += ("copy out", "remove")
 
 
 def git(*args: str, cwd: Path) -> None:
@@ -92,7 +95,7 @@ def median(values: list[float]) -> float:
 
 def bench_image(client: Any) -> str:
     """IMAGE's id, built on BASE the first time."""
-    docker = _container.docker_module()
+    docker = _command.docker_module()
     try:
         return str(client.images.get(IMAGE).id)
     except docker.errors.ImageNotFound:
@@ -107,27 +110,36 @@ def bench_image(client: Any) -> str:
 
 
 class Phases:
-    """Seconds spent in the wrapped calls, by their nesting ("keeper/create")."""
+    """Seconds spent in the wrapped calls, by their nesting ("keeper/create"); those of
+    a thread other than the main one under "beside/" (they overlap the main's)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.inverted = 0  # commands whose engine record ended before it began
-        self._stack: list[str] = []
+        self._local = threading.local()
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
         inner = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            self._stack.append(label)
-            path = "/".join(self._stack)
+            stack = self._stack
+            stack.append(label)
+            path = "/".join(stack)
             start = time.perf_counter()
             try:
                 return inner(*args, **kwargs)
             finally:
                 self.seconds[path] += time.perf_counter() - start
-                self._stack.pop()
+                stack.pop()
 
         setattr(owner, name, timed)
+
+    @property
+    def _stack(self) -> list[str]:
+        if not hasattr(self._local, "stack"):
+            main = threading.current_thread() is threading.main_thread()
+            self._local.stack = [] if main else ["beside"]
+        return self._local.stack  # type: ignore[no-any-return]
 
     def take(self) -> dict[str, float]:
         """The phases since the last take, nested ones included."""
@@ -136,11 +148,11 @@ class Phases:
         return taken
 
     def watch_duration(self) -> None:
-        """Keep what ``_container.duration`` said of the last command. The engine stamps
+        """Keep what ``_command.duration`` said of the last command. The engine stamps
         a start once the start call is done: a command that exits sooner (``true``) has
         an exit stamped before its start, and the runner falls back on the grader's clock
         around the whole container, which is not the command's own time."""
-        inner = _container.duration
+        inner = _command.duration
 
         def duration(state: Any) -> float | None:
             said = inner(state)
@@ -148,17 +160,19 @@ class Phases:
             return said
 
         self.inverted = 0
-        _container.duration = duration
+        _command.duration = duration
 
 
 def instrument(client: Any) -> Phases:
     phases = Phases()
     phases.watch_duration()
-    phases.wrap(ContainerRunner, "_new_keeper", "keeper")
-    if hasattr(ContainerRunner, "_unpack"):  # a large tree's copy-in, through tar in a container
-        phases.wrap(ContainerRunner, "_unpack", "copy in")
-    for name, label in (("copy_in", "copy in"), ("copy_out", "copy out"), ("wait_exit", "wait")):
-        phases.wrap(_container, name, label)
+    phases.wrap(_container, "start_keeper", "keeper")
+    phases.wrap(ContainerRunner, "_hold", "keeper wait")  # the first command's
+    phases.wrap(_container, "unpack", "copy in")  # a large tree's, through tar in a container
+    phases.wrap(_container, "copy_in", "copy in")
+    phases.wrap(_command, "tar", "copy in")  # the first command's tree, on its stdin
+    phases.wrap(_command, "copy_out", "copy out")
+    phases.wrap(_command, "wait_exit", "wait")
     for name, label in (
         ("create_container", "create"),
         ("attach_socket", "attach"),
@@ -262,7 +276,7 @@ def per_command(client: Any, image: str, trees: dict[str, Path], rounds: int) ->
             for side in list(sides) if n % 2 == 0 else list(sides)[::-1]:
                 records += a_round(side, sides[side], tree, phases, once)
         found[name] = summarise_tree(name, tree, records, once)
-        if name == "large" and hasattr(_container, "UNPACK_FROM"):
+        if name == "large":
             copy_in_ways(client, image, tree, rounds)
     return found
 
@@ -302,24 +316,28 @@ def summarise_tree(name: str, tree: Path, records: list[Record], once: dict) -> 
         uid = median([r.around for r in pick("uid", kind, first)])
         return median([r.around for r in pick("container", kind, first)]) - uid
 
-    def phase_line(chosen: list[Record]) -> str:
+    def phase_line(chosen: list[Record], within: str = "") -> str:
         parts = []
         for phase in PHASES:
-            values = [r.phases.get(phase, 0.0) for r in chosen]
-            if phase == "wait":
+            values = [r.phases.get(within + phase, 0.0) for r in chosen]
+            if phase == "wait" and not within:
                 values = [r.phases.get("wait", 0.0) - r.duration for r in chosen]
                 phase = "wait less the command"
-            if any(values):
-                parts.append(f"{phase} {median(values):.3f}")
-            if phase == "keeper" and any(values):
-                inner = sorted({k for r in chosen for k in r.phases if k.startswith("keeper/")})
-                nested = [
-                    f"{k[7:]} {median([r.phases.get(k, 0.0) for r in chosen]):.3f}" for k in inner
-                ]
+            if not any(values):
+                continue
+            parts.append(f"{phase} {median(values):.3f}")
+            start = f"{within}{phase}/"
+            inner = sorted({k for r in chosen for k in r.phases if k.startswith(start)})
+            if inner:
+                medians = [median([r.phases.get(k, 0.0) for r in chosen]) for k in inner]
+                nested = [f"{k[len(start) :]} {m:.3f}" for k, m in zip(inner, medians, strict=True)]
                 parts[-1] += f" ({', '.join(nested)})"
+        if within:
+            return ", ".join(parts)
         other = [r.wall - sum(r.top.values()) for r in chosen]
         parts.append(f"rest {median(other):.3f}")
-        return ", ".join(parts)
+        beside = phase_line(chosen, "beside/")
+        return ", ".join(parts) + (f"; beside it: {beside}" if beside else "")
 
     files = sum(1 for p in tree.rglob("*") if p.is_file())
     print(f"\n{name} ({files:,} files in {tree.parent.parent}):")

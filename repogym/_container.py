@@ -12,9 +12,10 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   in, so the same code works from inside the Action's container and against a remote
   engine.
 - **The keeper.** A tmpfs volume keeps its files only while some container has it
-  mounted: one container that does nothing (``read`` on a stdin the grader holds open)
-  mounts the volumes of the runner until :meth:`ContainerRunner.close`. If the grader dies,
-  its end of that stdin closes, the keeper exits and the engine removes it.
+  mounted: one container that does nothing mounts the volumes of the runner until
+  :meth:`ContainerRunner.close` (:mod:`repogym._keeper`). The first one starts as the
+  runner opens, and the runner's first command need not wait for it
+  (:class:`repogym._command.Early`).
 - **A command's container**: user ``UID``, all capabilities dropped, ``no-new-privileges``,
   a read-only root file system with the trees and a ``/tmp`` tmpfs writable, the task's
   limits, no network unless the task gives it, no Docker socket, labelled with its owner
@@ -38,7 +39,6 @@ import math
 import os
 import shlex
 import shutil
-import socket
 import tempfile
 import threading
 import uuid
@@ -48,15 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
-from repogym._archive import copy_in, has_entries, tar, within
+from repogym._archive import copy_in, has_entries, within
 from repogym._command import NAME, UID, Command, Early, Setting
-from repogym._engine import (
-    close_attach,
-    confined,
-    docker_module,
-    labels,
-    raw_socket,
-    sweep,
+from repogym._engine import docker_module, sweep
+from repogym._keeper import (
+    UNPACK_FROM,
+    Keeper,
+    make_volumes,
+    remove_keepers,
+    start_keeper,
+    unpack,
 )
 from repogym._process import leave_stop_signals_to_the_main_thread
 from repogym.runner import (
@@ -67,25 +68,6 @@ from repogym.runner import (
     check_timeout,
 )
 from repogym.task._environment import Limits
-
-POOL = 4  # volumes a keeper holds; a runner that needs more starts another keeper
-KEEPER_LIFE = 24 * 3600.0  # seconds after which a keeper's volumes are anyone's to remove
-# Entries from which a tree goes in through tar in a container of the image rather than
-# the engine's put_archive: the engine unpacks at ~50 µs an entry (20,000 files: 0.9 s,
-# 1.2 s of its CPU), tar at ~10 µs after a container start of ~0.2 s (bench/environment.py).
-UNPACK_FROM = 8000
-_POOL_AT = "/repogym/pool"
-_UNPACK_AT = "/repogym/into"
-
-# -- the runner ----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Keeper:
-    container: str
-    attach: Any  # the socket whose end keeps the keeper's stdin open
-    names: list[str]  # its volumes, mounted at _POOL_AT/<index>
-    free: list[str]  # those not yet given to a tree
 
 
 @dataclass(slots=True)
@@ -105,7 +87,7 @@ class ContainerRunner:
     output_cap: int = DEFAULT_OUTPUT_CAP
     scope: str = field(default_factory=lambda: uuid.uuid4().hex)  # one per runner
     _volumes: dict[Path, str] = field(default_factory=dict)
-    _keepers: list[_Keeper] = field(default_factory=list)
+    _keepers: list[Keeper] = field(default_factory=list)
     _cpuset: str = ""
     _warming: threading.Thread = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -137,7 +119,7 @@ class ContainerRunner:
             self._pooled.set()
         try:
             if keeper is not None:
-                self._start(keeper)
+                start_keeper(self.client, self.image, keeper)
         except Exception:
             with self._lock:
                 self._drop(keeper)
@@ -199,8 +181,7 @@ class ContainerRunner:
         if name is None or not paths:
             return  # copied whole at the first command that uses it
         keeper = next(k for k in self._keepers if name in k.names)
-        at = f"{_POOL_AT}/{keeper.names.index(name)}"
-        copy_in(self.client, keeper.container, at, tree, UID, paths)
+        copy_in(self.client, keeper.container, keeper.at(name), tree, UID, paths)
 
     def run(
         self,
@@ -252,21 +233,10 @@ class ContainerRunner:
 
     def close(self) -> None:
         """Remove the keepers and every volume of this runner."""
-        docker = docker_module()
         self._warming.join()
-        for keeper in self._keepers:
-            close_attach(keeper.attach)
-            with contextlib.suppress(docker.errors.APIError):
-                self.client.api.remove_container(keeper.container, force=True)
-            # The volumes are free only once it is gone (auto_remove may still be at it).
-            with contextlib.suppress(Exception):
-                self.client.api.wait(keeper.container, timeout=10, condition="removed")
-        names = [v for k in self._keepers for v in k.names]
+        remove_keepers(self.client, self._keepers)
         self._keepers.clear()
         self._volumes.clear()
-        for name in names:
-            with contextlib.suppress(docker.errors.APIError):
-                self.client.api.remove_volume(name, force=True)
         self.client.close()
 
     # The trees.
@@ -288,7 +258,7 @@ class ContainerRunner:
 
     def _early(
         self, trees: list[Path], writes: set[Path]
-    ) -> tuple[Early, _Keeper, list[Path]] | None:
+    ) -> tuple[Early, Keeper, list[Path]] | None:
         """While the first keeper starts, the trees of a command that can run beside it
         (see repogym._command): their volumes taken from it now, the one with files in
         it (at most one, written by the command, its pages a small part of the memory
@@ -309,14 +279,14 @@ class ContainerRunner:
         early = Early(tree=full[0] if full else None, held=lambda: self._hold(keeper))
         return early, keeper, new
 
-    def _hold(self, keeper: _Keeper) -> bool:
+    def _hold(self, keeper: Keeper) -> bool:
         """Wait for the first keeper's start (in slices: a cancel's signal is handled at
         once); whether it holds its volumes."""
         while not self._held.wait(POLL_SLICE):
             pass
         return bool(keeper.container)
 
-    def _after_early(self, early: Early, keeper: _Keeper, new: list[Path]) -> None:
+    def _after_early(self, early: Early, keeper: Keeper, new: list[Path]) -> None:
         """An early command did not reach the command: if the keeper holds its volumes,
         the tree goes in as any other's (over what part of it got there), else the
         trees are given volumes again."""
@@ -325,7 +295,7 @@ class ContainerRunner:
             for tree in new:
                 self._volumes.pop(tree, None)
         elif early.tree is not None:
-            at = f"{_POOL_AT}/{keeper.names.index(self._volumes[early.tree])}"
+            at = keeper.at(self._volumes[early.tree])
             copy_in(self.client, keeper.container, at, early.tree, UID)
 
     def _volume_for(self, tree: Path) -> str:
@@ -335,116 +305,30 @@ class ContainerRunner:
             keeper = next((k for k in self._keepers if k.free), None) or self._new_keeper()
             name = keeper.free.pop()
         large = has_entries(tree, UNPACK_FROM)
-        if any(tree.iterdir()) and not (large and self._unpack(name, tree)):
-            at = f"{_POOL_AT}/{keeper.names.index(name)}"
-            copy_in(self.client, keeper.container, at, tree, UID)
+        if any(tree.iterdir()) and not (
+            large and unpack(self.client, self.image, self.limits, self._cpuset, name, tree)
+        ):
+            copy_in(self.client, keeper.container, keeper.at(name), tree, UID)
         self._volumes[tree] = name
         return name
 
-    def _unpack(self, volume: str, tree: Path) -> bool:
-        """Unpack ``tree`` into ``volume`` with the image's own tar, in a container as
-        confined as a command's (its writes to the tmpfs are charged to it: room for the
-        whole tree); whether it did. Not when the image has no tar, or anything fails:
-        put_archive then writes the whole tree over whatever part of it got there."""
-        docker = docker_module()
-        api = self.client.api
-        limits = self.limits
-        room = Limits(cpus=limits.cpus, memory=limits.disk + (64 << 20), pids=64, disk=1 << 20)
-        host = api.create_host_config(
-            mounts=[
-                docker.types.Mount(target=_UNPACK_AT, source=volume, type="volume", no_copy=True)
-            ],
-            cpuset_cpus=self._cpuset,
-            **confined(room, "none"),
-        )
-        ident = None
-        try:
-            ident = api.create_container(
-                self.image,
-                # umask 0: the modes of the archive, as put_archive makes them.
-                command=["/bin/sh", "-c", f"umask 0 && exec tar -xf - -C {_UNPACK_AT}"],
-                user=f"{UID}:{UID}",
-                stdin_open=True,  # only stdin attached: its output goes to no log, unread
-                labels=labels(KEEPER_LIFE),
-                host_config=host,
-            )["Id"]
-            attach = api.attach_socket(ident, params={"stdin": 1, "stream": 1})
-            try:
-                api.start(ident)
-                tar(tree, UID, into=raw_socket(attach))
-                raw_socket(attach).shutdown(socket.SHUT_WR)
-                return int(api.wait(ident).get("StatusCode", -1)) == 0
-            finally:
-                close_attach(attach)
-        except (OSError, docker.errors.APIError):
-            return False
-        finally:
-            if ident is not None:
-                with contextlib.suppress(docker.errors.APIError):
-                    api.remove_container(ident, force=True)
-
-    def _new_keeper(self) -> _Keeper:
+    def _new_keeper(self) -> Keeper:
         """Another keeper, started (the caller holds the lock)."""
         keeper = self._pool()
         try:
-            self._start(keeper)
+            start_keeper(self.client, self.image, keeper)
         except BaseException:
             self._drop(keeper)
             raise
         return keeper
 
-    def _pool(self) -> _Keeper:
+    def _pool(self) -> Keeper:
         """A keeper's volumes, the keeper not yet started (the caller holds the lock)."""
-        made = []
-        for index in range(POOL):
-            volume = self.client.api.create_volume(
-                name=f"repogym-{self.scope}-{len(self._keepers)}-{index}",
-                driver="local",
-                driver_opts={
-                    "type": "tmpfs",
-                    "device": "tmpfs",
-                    "o": f"size={self.limits.disk},uid={UID},gid={UID},mode=0755,nosuid,nodev",
-                },
-                labels=labels(KEEPER_LIFE),
-            )
-            made.append(volume["Name"])
-        keeper = _Keeper(container="", attach=None, names=made, free=made[::-1])
+        keeper = make_volumes(self.client, self.scope, len(self._keepers), self.limits)
         self._keepers.append(keeper)
         return keeper
 
-    def _start(self, keeper: _Keeper) -> None:
-        docker = docker_module()
-        api = self.client.api
-        host = api.create_host_config(
-            mounts=[
-                docker.types.Mount(
-                    target=f"{_POOL_AT}/{i}", source=n, type="volume", no_copy=True
-                )
-                for i, n in enumerate(keeper.names)
-            ],
-            **confined(Limits(cpus=0.1, memory=16 << 20, pids=16, disk=1 << 20), "none"),
-            auto_remove=True,
-        )
-        created = api.create_container(
-            self.image,
-            command=["/bin/sh", "-c", "read -r _"],
-            user=f"{UID}:{UID}",
-            stdin_open=True,  # with detach=False (the default), stdin is closed once detached
-            labels=labels(KEEPER_LIFE),
-            host_config=host,
-        )
-        attach = api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
-        try:
-            api.start(created["Id"])
-        except BaseException:
-            close_attach(attach)
-            with contextlib.suppress(Exception):
-                api.remove_container(created["Id"], force=True)
-            raise
-        keeper.attach = attach
-        keeper.container = created["Id"]  # last: a keeper with a container is started
-
-    def _drop(self, keeper: _Keeper | None) -> None:
+    def _drop(self, keeper: Keeper | None) -> None:
         """A keeper that did not start, and its volumes (the caller holds the lock)."""
         if keeper is None or keeper not in self._keepers:
             return

@@ -68,7 +68,7 @@ class Order:
 @pytest.fixture
 def order(monkeypatch: pytest.MonkeyPatch) -> Iterator[Order]:
     found = Order()
-    send, start, put = _command.tar, ContainerRunner._start, _container.copy_in
+    send, start, put = _command.tar, _container.start_keeper, _container.copy_in
 
     def sending(tree: Path, uid: int, paths: Any = (), *, into: Any) -> None:
         try:
@@ -77,14 +77,14 @@ def order(monkeypatch: pytest.MonkeyPatch) -> Iterator[Order]:
             found.seen.append(f"sent {tree.name}")
             found.sent.set()
 
-    def starting(self: ContainerRunner, keeper: Any) -> None:
+    def starting(client: Any, image: str, keeper: Any) -> None:
         if found.hold and not found.seen:  # the first keeper: after the first command's tree
             assert found.sent.wait(60), "the first command sent no tree"
         if found.fail_keeper:
             found.fail_keeper -= 1
             found.seen.append("keeper failed")
             raise RuntimeError("the test's keeper does not start")
-        start(self, keeper)
+        start(client, image, keeper)
         found.seen.append("keeper started")
 
     def putting(
@@ -94,7 +94,7 @@ def order(monkeypatch: pytest.MonkeyPatch) -> Iterator[Order]:
         put(client, container, at, tree, uid, paths)
 
     monkeypatch.setattr(_command, "tar", sending)
-    monkeypatch.setattr(ContainerRunner, "_start", starting)
+    monkeypatch.setattr(_container, "start_keeper", starting)
     monkeypatch.setattr(_container, "copy_in", putting)
     yield found
 
@@ -129,9 +129,7 @@ def test_the_first_command_has_its_tree_before_the_keeper_and_leaves_it_to_the_n
         # The tree went in on the command's own stdin, before the keeper's start.
         assert order.seen == ["sent tree", "keeper started"]
         assert first.stdout == seen
-        second = runner.run(
-            f"cat made.txt {reports}/r.txt", tree, timeout=120, writable=[reports]
-        )
+        second = runner.run(f"cat made.txt {reports}/r.txt", tree, timeout=120, writable=[reports])
     assert second.ok, second.tail()
     assert second.stdout == "made\nr\n"
     assert order.seen == ["sent tree", "keeper started"]  # nothing copied again
