@@ -31,6 +31,7 @@ from typing import Any
 
 from repogym._archive import copy_out, tar
 from repogym._engine import (
+    SHELL,
     close_attach,
     confined,
     docker_module,
@@ -101,11 +102,12 @@ class Command:
             cpuset_cpus=self.setting.cpuset,
             **confined(limits, "bridge" if self.setting.networked else "none"),
         )
-        argv = ["/bin/sh", "-c", self.command]
+        argv = [self.command]
         if self.early is not None:
-            argv = ["/bin/sh", "-c", EARLY, NAME, str(self.early.tree or ""), self.command]
+            argv = [EARLY, NAME, str(self.early.tree or ""), self.command]
         created = api.create_container(
             self.setting.image,
+            entrypoint=SHELL,
             command=argv,
             user=f"{UID}:{UID}",
             working_dir=str(self.cwd),

@@ -29,6 +29,10 @@ from repogym.runner import POLL_SLICE
 from repogym.task._environment import Limits
 
 LABEL = "repogym"  # every container and volume repogym makes carries it
+# Every container's entrypoint, its command the script and the script's arguments: an
+# image's own ENTRYPOINT (a wrapper script, or a program such as `node`) is not run, so
+# a command means the same in any image and nothing of the image's runs but its shell.
+SHELL = ["/bin/sh", "-c"]
 
 
 def docker_module() -> Any:

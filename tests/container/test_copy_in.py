@@ -20,6 +20,7 @@ from tests.docker import base_image, engine_or_skip
 
 LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
 NO_TAR = "repogym-test-no-tar:1"
+ENTRYPOINT = "repogym-test-entrypoint:1"
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,14 @@ def no_tar(client: Any) -> str:
     """The base without tar (nor a way to get it)."""
     dockerfile = f"FROM {base_image()}\nRUN rm -f /usr/bin/tar /bin/tar\n"
     image, _ = client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=NO_TAR, rm=True)
+    return str(image.id)
+
+
+@pytest.fixture(scope="module")
+def entrypoint(client: Any) -> str:
+    """The base with an entrypoint that runs nothing (node's images have one of their own)."""
+    dockerfile = f'FROM {base_image()}\nENTRYPOINT ["/bin/false"]\nCMD ["node"]\n'
+    image, _ = client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=ENTRYPOINT, rm=True)
     return str(image.id)
 
 
@@ -115,3 +124,29 @@ def test_a_tree_is_counted_only_up_to_the_threshold(tree: Path) -> None:
     entries = sum(1 for _ in tree.rglob("*"))
     assert _archive.has_entries(tree, entries)
     assert not _archive.has_entries(tree, entries + 1)
+
+
+def test_an_image_s_entrypoint_is_not_what_runs(
+    client: Any,
+    entrypoint: str,
+    tree: Path,
+    tmp_path: Path,
+    put_archives: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every container runs /bin/sh -c, whatever ENTRYPOINT the image has: the first command
+    (its container unpacks the tree), the keeper it waits for, the tar that unpacks a large
+    tree and a later command. Had the image's /bin/false run in any of them, that command
+    would fail or its tree would have gone in by put_archive."""
+    monkeypatch.setattr(_container, "UNPACK_FROM", 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.txt").write_text("B\n")
+    with ContainerRunner(client, entrypoint) as runner:
+        first = runner.run("cat src/a.py", tree, timeout=120)
+        unpacked = runner.run("cat b.txt", other, timeout=120)
+        later = runner.run('echo "$0"; cat src/a.py', tree, timeout=120)
+    assert (first.exit_code, first.stdout) == (0, "A = 1\n"), first.tail()
+    assert (unpacked.exit_code, unpacked.stdout) == (0, "B\n"), unpacked.tail()
+    assert (later.exit_code, later.stdout) == (0, "/bin/sh\nA = 1\n"), later.tail()
+    assert put_archives == []
