@@ -26,8 +26,7 @@ from typing import Any, Literal
 from repogym import _git
 from repogym._container import ContainerRunner
 from repogym._engine import connect, docker_module
-from repogym.errors import EngineError
-from repogym.report import LOG_LINE
+from repogym.errors import LOG_LINE, EngineError
 from repogym.task import Task
 from repogym.task._environment import EnvironmentConfig
 

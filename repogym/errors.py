@@ -29,6 +29,10 @@ traceback to a file (docs/errors in README.md, "Exit codes").
 
 from __future__ import annotations
 
+# How an error quotes a log after its message, line by line (a Dockerfile's build log,
+# repogym.environment): a report keeps those lines apart, as the error's `log_tail`.
+LOG_LINE = "  | "
+
 
 class RepogymError(Exception):
     """Base of every error repogym reports to a user.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from repogym import __version__
 from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
-from repogym.errors import EngineError, RepogymError, TaskError
+from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
 
 if TYPE_CHECKING:
@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 REPORT_VERSION = 2
 
 ErrorKind = Literal["usage", "task", "environment", "internal"]
-# How an error quotes a log after its message, line by line (a Dockerfile's build log,
-# repogym.environment): the report keeps those lines apart, as the error's `log_tail`.
-LOG_LINE = "  | "
 
 
 def report_dict(grading: Grading) -> dict[str, Any]:
