@@ -16,22 +16,16 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from repogym import __version__
 from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
+from repogym.report_schema import REPORT_VERSION, ErrorKind
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
-
-# Version 2 (issue 8): `base.sha` is the base's own sha, the merge base is `merge_base`
-# (version 1 had the merge base in `base.sha`), components carry `findings`, and an
-# `error` report stands for a grade that could not finish.
-REPORT_VERSION = 2
-
-ErrorKind = Literal["usage", "task", "environment", "internal"]
 
 
 def report_dict(grading: Grading) -> dict[str, Any]:

@@ -1,26 +1,34 @@
-"""The schema of an uploaded report (``mode: publish``): the keys of docs/report.md that the
-templates, the check run and the outputs read, declared as pydantic models with their
-types and bounds.
+"""The report's schema: the keys of docs/report.md that the templates, the check run and the
+outputs read, declared once, as pydantic models with their types and bounds, and exported
+as docs/report.schema.json (``python -m repogym.report_schema``; a test keeps the two equal).
 
-An uploaded report may be forged (README, "Pull requests from forks"), so it is checked
-strictly, with no conversion: a score is a finite JSON number in [0, 1] (not a string, not
-``true``, not ``NaN``), ``passed`` is ``true`` or ``false``, every component and finding
-has its keys with values of the right kinds, every string is bounded, and the summary and
-the error message, which the log and the check run's title show, are one line. A report
-that is not an error report has its score, verdict, summary and components. Keys the
-schema does not name pass as they are (a report may gain keys within a version), bounded
-by the size of the file.
+A report read back may be forged (one uploaded for ``mode: publish``: README, "Pull requests
+from forks"), so it is checked strictly, with no conversion: a score is a finite JSON number
+in [0, 1] (not a string, not ``true``, not ``NaN``), ``passed`` is ``true`` or ``false``,
+every component and finding has its keys with values of the right kinds, every string is
+bounded, and the summary and the error message, which the log and the check run's title
+show, are one line. A report that is not an error report has its score, verdict, summary and
+components. Keys the schema does not name pass as they are (a report may gain keys within a
+version), bounded by the size of the file.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
-from repogym.report import REPORT_VERSION
+from repogym.models import Level, Role
+
+# Version 2 (issue 8): `base.sha` is the base's own sha, the merge base is `merge_base`
+# (version 1 had the merge base in `base.sha`), components carry `findings`, and an
+# `error` report stands for a grade that could not finish.
+REPORT_VERSION = 2
+# Whose error stopped a grade: the user's to fix (usage, task, environment) or ours.
+ErrorKind = Literal["usage", "task", "environment", "internal"]
 
 MAX_NAME = 1024  # characters of a name, a ref, a sha, a kind
 MAX_PATH = 4096  # characters of a path
@@ -64,7 +72,7 @@ class Task(_Model):
 
 
 class Error(_Model):
-    kind: Literal["usage", "task", "environment", "internal"]
+    kind: ErrorKind
     message: OneLine
     log_tail: Text | None = None  # the log the error quotes: a Dockerfile's build (issue 20)
 
@@ -74,12 +82,12 @@ class Finding(_Model):
     line: LineNumber | None = None
     title: Text | None = None
     message: Text
-    level: Literal["failure", "warning", "notice"] | None = None
+    level: Level | None = None
 
 
 class Component(_Model):
     name: Annotated[Name, StringConstraints(min_length=1)]
-    role: Literal["objective", "gate"]
+    role: Annotated[Role, Field(strict=False)]  # its value: "objective" or "gate"
     score: Score
     passed: bool
     weight: Weight | None = None
@@ -99,7 +107,7 @@ class Report(_Model):
     files_changed: list[PathText] | None = None
     base: Base | None = None
     merge_base: Commit | None = None
-    head: Commit
+    head: Commit | None = None  # an error report of a grade that found no commit lacks it
     task: Task | None = None
 
 
@@ -183,3 +191,7 @@ def shown(value: object) -> str:
         return "a list"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+if __name__ == "__main__":
+    print(json.dumps(Report.model_json_schema(), indent=2))

@@ -1,0 +1,39 @@
+"""The report's one schema (issue 21): docs/report.schema.json is what the engine's models
+export, and the reports the engine writes, a grade's and an error's, fit it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import repogym
+from repogym._demo import build_example_repo
+from repogym.errors import TaskError
+from repogym.report import report_dict, user_error_report
+from repogym.report_schema import Report, problems
+
+SCHEMA = Path(__file__).parent.parent / "docs" / "report.schema.json"
+
+
+def test_the_published_schema_is_the_models() -> None:
+    exported = subprocess.run(
+        [sys.executable, "-m", "repogym.report_schema"], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(SCHEMA.read_text()) == Report.model_json_schema() == json.loads(exported), (
+        "docs/report.schema.json is stale: python -m repogym.report_schema > "
+        "docs/report.schema.json"
+    )
+
+
+def test_what_the_engine_writes_fits_it(tmp_path: Path) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    grading = repogym.grade(repo)
+    written = json.loads(json.dumps(report_dict(grading)))
+    assert problems(written) == []
+    error = json.loads(json.dumps(user_error_report(TaskError(".repogym.yml@main:4: `tests`"))))
+    assert problems(error) == []
+    assert problems({**written, "score": 1.5}) == [
+        "`score` is 1.5: should be a finite number in [0, 1]"
+    ]
