@@ -31,6 +31,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from repogym.errors import UsageError
 from repogym.published import published
+from repogym.report_schema import template_view
 
 # GitHub's smallest limit among the texts the templates are for: a check run's summary
 # holds 65535 characters (a PR comment 65536, a job summary 1 MiB).
@@ -95,7 +96,7 @@ def render(
             renders under a deadline.
     """
     compiled = _template(template, templates)
-    context = with_defaults(published(report))
+    context = template_view(published(report))
     pages = _links(links or {})
     size = 0
     for detail in DETAILS:
@@ -138,129 +139,6 @@ def _links(links: Mapping[str, str]) -> dict[str, str]:
         if not isinstance(url, str) or not _URL.fullmatch(url):
             raise UsageError(f"link {name}: {url!r} is not a plain http(s) URL")
     return {name: links.get(name, "") for name in LINKS}
-
-
-def with_defaults(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The report with every optional key present, so that a template tests a value
-    (``{% if report.base.sha %}``) rather than whether it exists: a report of a grade
-    that could not finish lacks the score and the components, and may lack the commits
-    and the task (docs/report.md).
-
-    The values templates read are checked too: a report may come from elsewhere (the
-    artifact of a workflow that ran the pull request's code), and a wrong one is a line
-    naming it, never a traceback.
-
-    Raises:
-        UsageError: a value has the wrong type, or a component or finding lacks a key.
-    """
-    filled = dict(_checked(report, "report", _REPORT))
-    for key, keys in _PARTS.items():
-        filled[key] = _checked(_mapping(report, key, "report"), key, keys)
-    filled["tool"] = {**filled["tool"], "name": filled["tool"]["name"] or "repogym"}
-    if filled["error"] is not None:
-        filled["error"] = _checked(_mapping(report, "error", "report"), "error", _ERROR)
-    filled["components"] = [
-        _component(c, f"components[{i}]") for i, c in enumerate(filled["components"])
-    ]
-    return filled
-
-
-def _component(component: object, where: str) -> dict[str, Any]:
-    filled = _object(component, where, _COMPONENT)
-    filled["findings"] = [
-        _object(f, f"{where}.findings[{i}]", _FINDING) for i, f in enumerate(filled["findings"])
-    ]
-    return filled
-
-
-def _object(value: object, where: str, keys: _Keys) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise UsageError(f"report: {where} is {_shown(value)}, not an object")
-    return _checked(value, where, keys)
-
-
-# The keys templates read: (kind, default); a default of _REQUIRED means the key must be
-# there. Other keys are passed on as they are.
-_REQUIRED = object()
-_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "text": ((str,), "a string"),
-    "number": ((int, float), "a number"),
-    "int": ((int,), "a whole number"),
-    "bool": ((bool,), "true or false"),
-    "object": ((Mapping,), "an object"),
-    "list": ((list, tuple), "a list"),
-}
-_Keys = Mapping[str, tuple[str, object]]
-_REPORT: _Keys = {
-    "error": ("object", None),
-    "score": ("number", None),
-    "passed": ("bool", None),
-    "summary": ("text", None),
-    "components": ("list", []),
-    "files_changed": ("list", []),
-}
-_PARTS: Mapping[str, _Keys] = {
-    "tool": {"name": ("text", None), "version": ("text", None)},
-    "base": {"ref": ("text", None), "sha": ("text", None)},
-    "merge_base": {"sha": ("text", None)},
-    "head": {"sha": ("text", None)},
-    "task": {
-        "source": ("text", None),
-        "sha256": ("text", None),
-        "type": ("text", None),
-        "hidden_tests": ("text", None),
-    },
-}
-_ERROR: _Keys = {"kind": ("text", _REQUIRED), "message": ("text", _REQUIRED)}
-_COMPONENT: _Keys = {
-    "name": ("text", _REQUIRED),
-    "role": ("text", _REQUIRED),
-    "score": ("number", _REQUIRED),
-    "passed": ("bool", _REQUIRED),
-    "weight": ("number", 0.0),
-    "details": ("object", {}),
-    "messages": ("list", []),
-    "findings": ("list", []),
-}
-_FINDING: _Keys = {
-    "path": ("text", None),
-    "line": ("int", None),
-    "title": ("text", ""),
-    "message": ("text", _REQUIRED),
-    "level": ("text", "failure"),
-}
-
-
-def _mapping(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = data.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise UsageError(f"{where}: {key} is {_shown(value)}, not an object")
-    return value
-
-
-def _checked(data: Mapping[str, Any], where: str, keys: _Keys) -> dict[str, Any]:
-    filled = dict(data)
-    for key, (kind, default) in keys.items():
-        value = data.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise UsageError(f"report: {where}.{key} is missing (docs/report.md)")
-            filled[key] = default
-            continue
-        # bool is an int to Python, not a number to JSON.
-        types, name = _KINDS[kind]
-        if not isinstance(value, types) or (isinstance(value, bool) and kind != "bool"):
-            raise UsageError(f"report: {where}.{key} is {_shown(value)}, not {name}")
-        if isinstance(value, tuple):
-            filled[key] = list(value)
-    return filled
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _exception(error: BaseException) -> str:

@@ -22,10 +22,12 @@ from repogym import __version__
 from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
-from repogym.report_schema import REPORT_VERSION, ErrorKind
+from repogym.report_schema import LINE_BREAKING, REPORT_VERSION, ErrorKind
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
+
+_BREAKS = re.compile(f"[{LINE_BREAKING}]+")
 
 
 def report_dict(grading: Grading) -> dict[str, Any]:
@@ -62,11 +64,12 @@ def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     """The report of a grade that could not finish: ``kind`` says whose error it is
     (``usage``, ``task`` and ``environment``: the user's to fix; ``internal``: ours),
     ``message`` what failed, in one line. ``known`` adds what was resolved before it
-    failed, under the keys of a full report (``base``, ``head``...)."""
+    failed, under the keys of a full report (``base``, ``head``...). A message of
+    several lines (an exception's text) is made one, as the schema has it."""
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "repogym", "version": __version__},
-        "error": {"kind": kind, "message": message},
+        "error": {"kind": kind, "message": _BREAKS.sub(" ", message).strip()},
         **known,
     }
 

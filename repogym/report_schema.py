@@ -18,9 +18,17 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
+from repogym.errors import UsageError
 from repogym.models import Level, Role
 
 # Version 2 (issue 8): `base.sha` is the base's own sha, the merge base is `merge_base`
@@ -35,7 +43,9 @@ MAX_PATH = 4096  # characters of a path
 MAX_TEXT = 64 * 1024  # characters of a message, a title, the summary
 MAX_PROBLEMS = 10  # lines of problems shown; the rest are counted
 
-_ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+# What a one-line string may not hold: line breaks and control characters.
+LINE_BREAKING = "\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029"
+_ONE_LINE = f"^[^{LINE_BREAKING}]*$"
 Name = Annotated[str, StringConstraints(max_length=MAX_NAME, pattern=_ONE_LINE)]
 PathText = Annotated[str, StringConstraints(max_length=MAX_PATH)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
@@ -46,11 +56,30 @@ LineNumber = Annotated[int, Field(ge=1)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+    """Keys not declared are kept (a report may gain keys within a version), and a null
+    where the schema has a default other than null is that default: a template reads
+    ``component.messages`` as a list whether the report wrote ``[]``, ``null`` or nothing."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_default(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        fields = cls.model_fields
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None
+            or key not in fields
+            or fields[key].is_required()
+            or fields[key].get_default(call_default_factory=True) is None
+        }
 
 
 class Tool(_Model):
-    name: Name | None = None
+    name: Name = "repogym"
     version: Name | None = None
 
 
@@ -67,7 +96,7 @@ class Task(_Model):
     source: PathText | None = None
     sha256: Name | None = None
     type: Name | None = None
-    hidden_tests: Name | None = None
+    hidden_tests: Name | None = None  # "task", "outside" or null
     config: dict[str, Any] | None = None
 
 
@@ -80,9 +109,9 @@ class Error(_Model):
 class Finding(_Model):
     path: PathText | None = None
     line: LineNumber | None = None
-    title: Text | None = None
+    title: Text = ""
     message: Text
-    level: Level | None = None
+    level: Level = "failure"
 
 
 class Component(_Model):
@@ -90,25 +119,26 @@ class Component(_Model):
     role: Annotated[Role, Field(strict=False)]  # its value: "objective" or "gate"
     score: Score
     passed: bool
-    weight: Weight | None = None
-    details: dict[str, Any] | None = None
-    messages: list[Text] | None = None
-    findings: list[Finding] | None = None
+    weight: Weight = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Text] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
 
 
 class Report(_Model):
-    version: Literal[REPORT_VERSION]  # type: ignore[valid-type]
-    tool: Tool | None = None
-    error: Error | None = None
+    version: Literal[REPORT_VERSION] = REPORT_VERSION  # type: ignore[valid-type]
+    tool: Tool = Field(default_factory=Tool)
+    error: Error | None = None  # only in the report of a grade that could not finish
     score: Score | None = None
     passed: bool | None = None
     summary: OneLine | None = None
-    components: list[Component] | None = None
-    files_changed: list[PathText] | None = None
-    base: Base | None = None
-    merge_base: Commit | None = None
-    head: Commit | None = None  # an error report of a grade that found no commit lacks it
-    task: Task | None = None
+    components: list[Component] = Field(default_factory=list)
+    files_changed: list[PathText] = Field(default_factory=list)
+    base: Base = Field(default_factory=Base)
+    merge_base: Commit = Field(default_factory=Commit)
+    head: Commit = Field(default_factory=Commit)
+    task: Task = Field(default_factory=Task)
+    environment: dict[str, Any] | None = None  # the image the commands ran in (issue 20)
 
 
 # What a report that is not an error report must have.
@@ -135,6 +165,39 @@ def problems(report: Mapping[str, Any]) -> list[str]:
         rest = len(found) - MAX_PROBLEMS + 1
         found = [*found[: MAX_PROBLEMS - 1], f"and {rest} more problems"]
     return found
+
+
+def template_view(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` as the templates read it: every key of the schema there, its default
+    where the report lacks it (a report of a grade that could not finish has no score and
+    no components, and may have no commits), the keys it does not declare as they are.
+
+    Raises:
+        UsageError: the report does not fit the schema; one line, naming the first key
+            that does not (all of them: :func:`problems`).
+    """
+    try:
+        checked = Report.model_validate(_as_json(report))
+    except ValidationError as error:
+        first = _describe(error.errors(include_url=False)[0])
+        raise UsageError(f"report: {first} (docs/report.schema.json)") from None
+    return checked.model_dump(mode="json")
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as its JSON file has it (repogym.report.to_json): tuples as lists, what
+    JSON has no value for as its ``str()`` (a custom grader's details), and the lone
+    surrogates that stand for a file name's undecodable bytes as the text ``\\xff``, as
+    the templates' filters show them (a string of the schema is text)."""
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, Mapping):
+        return {str(key): _as_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(item) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _as_json(str(value))
 
 
 def _describe(item: ErrorDetails) -> str:
@@ -191,6 +254,17 @@ def shown(value: object) -> str:
         return "a list"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        try:  # the bytes os.fsdecode could not decode, each as \xNN
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that stands for no byte
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 if __name__ == "__main__":

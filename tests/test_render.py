@@ -187,12 +187,17 @@ def test_github_shows_only_what_the_template_wrote(template: str, case: str) -> 
     assert unsafe(render(load(case), template)) == []
 
 
+# The values of a closed set (docs/report.schema.json): any other is refused, not shown.
+CLOSED = ("role", "level", "kind")
+
+
 def every_string_hostile(value: Any, payload: str) -> Any:
-    """``value`` with every string in it, keys aside, replaced by ``payload``."""
+    """``value`` with every string in it, keys and the closed sets' values aside, replaced
+    by ``payload``."""
     if isinstance(value, str):
         return payload
     if isinstance(value, dict):
-        return {k: every_string_hostile(v, payload) for k, v in value.items()}
+        return {k: v if k in CLOSED else every_string_hostile(v, payload) for k, v in value.items()}
     if isinstance(value, list):
         return [every_string_hostile(v, payload) for v in value]
     return value
@@ -202,9 +207,16 @@ def every_string_hostile(value: Any, payload: str) -> Any:
 @pytest.mark.parametrize("payload", [*HOSTILE, " ".join(HOSTILE) + "\n```\n</details>\n"])
 def test_a_hostile_string_anywhere_in_a_report_shows_as_text(template: str, payload: str) -> None:
     # Every string, including the names, shas, the error and the output tail: whatever a
-    # report read from elsewhere holds, no value escapes its place.
+    # report read from elsewhere holds, no value escapes its place. A value the schema
+    # does not allow there (a line break or a control character in a name, a sha or the
+    # summary) is refused in one line naming it, never shown.
     for case in ("fail", "error_task"):
         report = every_string_hostile(load(case), payload)
+        if re.search(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", payload):
+            with pytest.raises(UsageError, match=r"^report: `[^\n]*` is .*: should be one line"):
+                render(report, template)
+            report = every_string_hostile(load(case), payload.replace("\n", " "))
+            report = json.loads(re.sub(r"\\u00[01][0-9a-f]|\\u007f", " ", json.dumps(report)))
         assert unsafe(render(report, template)) == [], case
 
 
@@ -402,20 +414,20 @@ def test_a_limit_no_level_fits_is_one_clear_error() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda r: r.update(score="high"), r"report: report.score is 'high', not a number"),
-        (lambda r: r.update(components={}), r"report.components is \{\}, not a list"),
-        (lambda r: r["components"][0].pop("name"), r"components\[0\].name is missing"),
+        (lambda r: r.update(score="high"), r"^report: `score` is 'high': should be a finite"),
+        (lambda r: r.update(components={}), r"`components` is an object: should be a list"),
+        (lambda r: r["components"][0].pop("name"), r"`components\[0\].name` is missing"),
         (
             lambda r: r["components"][1].update(passed=1),
-            r"components\[1\].passed is 1, not true or false",
+            r"`components\[1\].passed` is 1: should be true or false",
         ),
         (lambda r: r["components"][0]["findings"].append({"line": 3, "message": "m"}), None),
         (
             lambda r: r["components"][0]["findings"].append({"message": "m", "line": "3"}),
-            r"components\[0\].findings\[3\].line is '3', not a whole number",
+            r"`components\[0\].findings\[3\].line` is '3': should be a whole number",
         ),
-        (lambda r: r.update(base="main"), r"report: base is 'main', not an object"),
-        (lambda r: r.update(error={"kind": "task"}), r"error.message is missing"),
+        (lambda r: r.update(base="main"), r"^report: `base` is 'main': should be an object"),
+        (lambda r: r.update(error={"kind": "task"}), r"`error.message` is missing"),
         # details are the graders' own: a template that meets an odd one still renders.
         (lambda r: r["components"][1]["details"].update(hidden=3, command="x"), None),
     ],

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from repogym.report import error_report
 from repogym_action.annotations import MAX_MESSAGE, MAX_TITLE, to_annotations
 from repogym_action.commands import Commands
 from repogym_action.event import PullRequest, Target
@@ -149,9 +150,10 @@ def test_an_annotation_title_is_one_line_without_control_characters(breaker: str
 
 def test_the_check_run_title_is_one_line(fake: FakeGitHub, tmp_path: Path) -> None:
     """An error's message is the check run's title: a message of several lines (a
-    template's error, a forged report's) is shown on one line, cut to 255 characters."""
+    template's error) is shown on one line, cut to 255 characters. (A report whose
+    ``error.message`` has several lines does not fit the schema: test_publish_mode.py.)"""
     message = "template comment.md.j2: line 1\n::warning::forged\r\n\x1b[0m" + "y" * 400
-    report = {"version": 2, "error": {"kind": "usage", "message": message}, "head": {"sha": HEAD}}
+    report = error_report("usage", message, head={"sha": HEAD})
     p = publication(fake, tmp_path)
     p.start(Commands())
     publish(p, Graded(report=report, seconds=1.0, error=message), Commands())
