@@ -27,7 +27,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,15 +44,6 @@ DEEPENINGS = 5  # deepenings (by 50, 100, ... 800 commits) before the whole hist
 
 HEAD_REF = "refs/repogym/head"  # in the private clone; outside refs/heads, so no branch collides
 BASE_REF = "repogym-base"  # the base's branch in the clone when its own name cannot serve
-
-# What the environment may pass on to git: finding the network (proxies, CA files) and
-# the credentials actions/checkout left (an ssh key under RUNNER_TEMP, an agent).
-_PASSED = (
-    "PATH", "HOME", "TMPDIR", "RUNNER_TEMP", "SSH_AUTH_SOCK",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
-)  # fmt: skip
 
 # The keys under which actions/checkout persists credentials: the token in a header, or
 # the command that gives ssh its key.
@@ -95,16 +86,24 @@ class Checkout:
     merge_base: str
 
 
-def prepare(workspace: Path, target: Target, *, into: Path, log: Callable[[str], None]) -> Checkout:
+def prepare(
+    workspace: Path,
+    target: Target,
+    *,
+    into: Path,
+    log: Callable[[str], None],
+    env: Mapping[str, str],
+) -> Checkout:
     """Fetch what ``target`` needs into ``workspace`` (actions/checkout's clone) and make
     the private clone ``into`` (a new or empty directory) with its head checked out.
 
-    ``log`` gets one line per step that talks to origin (they can take a while).
+    ``log`` gets one line per step that talks to origin (they can take a while); ``env``
+    is what git gets of the runner's environment (:attr:`RunContext.git_env`).
 
     Raises:
         CheckoutError: one line saying what is missing and which setting to change.
     """
-    with _workspace_git(workspace) as git:
+    with _workspace_git(workspace, env) as git:
         _check_workspace(git)
         _close_credentials(git)
         base = target.base_sha or _resolve_base(git, target.base_ref, log)
@@ -183,10 +182,10 @@ class _Git:
 
 
 @contextmanager
-def _workspace_git(workspace: Path) -> Iterator[_Git]:
+def _workspace_git(workspace: Path, passed: Mapping[str, str]) -> Iterator[_Git]:
     """A :class:`_Git` whose global configuration is a temporary file of ours that lets
     git work in ``workspace`` (``safe.directory``); removed afterwards."""
-    env = {name: os.environ[name] for name in _PASSED if name in os.environ}
+    env = dict(passed)
     with tempfile.TemporaryDirectory(prefix="repogym-git-") as private:
         config = Path(private) / "gitconfig"
         config.touch(mode=0o600)

@@ -59,7 +59,13 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
     progress = LogProgress(out)
     try:
         with out.group("repogym: fetching base and head"):
-            checkout = prepare(context.workspace, target, into=scratch / "tree", log=out.line)
+            checkout = prepare(
+                context.workspace,
+                target,
+                into=scratch / "tree",
+                log=out.line,
+                env=context.git_env,
+            )
         known["merge_base"] = {"sha": checkout.merge_base}
         task = task_at(
             checkout.tree,

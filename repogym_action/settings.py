@@ -299,6 +299,16 @@ def parse_settings(env: Mapping[str, str], *, workspace: Path) -> Settings:
     return settings
 
 
+# What the environment may pass on to git: finding the network (proxies, CA files) and
+# the credentials actions/checkout left (an ssh key under RUNNER_TEMP, an agent).
+GIT_PASSED = (
+    "PATH", "HOME", "TMPDIR", "RUNNER_TEMP", "SSH_AUTH_SOCK",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunContext:
     """What the runner says about the job: the ``GITHUB_*`` and ``RUNNER_*`` variables."""
@@ -317,6 +327,7 @@ class RunContext:
     summary_path: Path | None
     temp: Path
     sha: str | None
+    git_env: Mapping[str, str]  # what git gets of the runner's environment: GIT_PASSED
 
     @property
     def run_url(self) -> str:
@@ -378,6 +389,7 @@ def parse_context(env: Mapping[str, str]) -> RunContext:
         summary_path=_path(env, "GITHUB_STEP_SUMMARY"),
         temp=_path(env, "RUNNER_TEMP") or Path(tempfile.gettempdir()),
         sha=env.get("GITHUB_SHA", "").strip() or None,
+        git_env={name: env[name] for name in GIT_PASSED if name in env},
     )
     if errors:
         raise SettingsError(*errors)

@@ -15,6 +15,7 @@ import pytest
 import repogym
 from repogym_action.checkout import Checkout, CheckoutError, prepare
 from repogym_action.event import PullRequest, Target
+from repogym_action.settings import GIT_PASSED
 from tests.action.gitrepo import (
     EXTRAHEADER,
     Origin,
@@ -66,7 +67,8 @@ def target_of(pull: Pull, *, base_ref: str | None = None, base_sha: str | None =
 
 def run_prepare(workspace: Path, target: Target, into: Path) -> tuple[Checkout, list[str]]:
     lines: list[str] = []
-    return prepare(workspace, target, into=into, log=lines.append), lines
+    env = {name: os.environ[name] for name in GIT_PASSED if name in os.environ}
+    return prepare(workspace, target, into=into, log=lines.append, env=env), lines
 
 
 def assert_private_clone(checkout: Checkout, origin: Origin, pull: Pull) -> None:

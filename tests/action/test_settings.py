@@ -239,6 +239,7 @@ def test_the_runners_variables() -> None:
         summary_path=Path("/github/file_commands/step_summary_1"),
         temp=Path("/github/runner_temp"),
         sha="ffac537e6cbbf934b08745a378932722df287a53",
+        git_env={"RUNNER_TEMP": "/github/runner_temp"},  # of GIT_PASSED, the one RUNNER has
     )
     assert (
         context.run_url == "https://ghe.example.invalid/octo-org/octo-repo/actions/runs/1658821493"
