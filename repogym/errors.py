@@ -40,6 +40,10 @@ class RepogymError(Exception):
     ``lines`` holds one self-contained line per problem; ``str()`` joins them.
     """
 
+    # Whether the user can fix it (exit 2), or it is a service's failure that a re-run may
+    # get past (exit 3, as a bug of ours: GitHub answering 5xx, or not at all).
+    users_to_fix = True
+
     def __init__(self, *lines: str) -> None:
         if not lines:
             raise ValueError("a RepogymError needs at least one line")

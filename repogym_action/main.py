@@ -215,9 +215,10 @@ def _exit_code(graded: Graded, settings: Settings, out: Commands | None = None) 
 
 
 def _failed(out: Commands, error: RepogymError) -> int:
+    """Exit 2 for an error the workflow's author can fix, 3 for one GitHub made."""
     for line in error.lines:
         out.error(line)
-    return EXIT_ERROR
+    return EXIT_ERROR if error.users_to_fix else EXIT_INTERNAL
 
 
 if __name__ == "__main__":

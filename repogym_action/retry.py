@@ -43,6 +43,8 @@ class ApiError(RepogymError):
     def __init__(self, line: str, *, status: int | None = None, read_only: bool = False) -> None:
         super().__init__(line)
         self.status = status
+        # No answer, or a server error, after every retry: GitHub's failure, not the user's.
+        self.users_to_fix = status is not None and status < 500
         # The token may not write here: a pull request from a fork gets a read-only one.
         self.read_only = read_only
 
