@@ -1,13 +1,22 @@
-"""Benchmark: the submission's changed files and line counts cost at most 1.3x `git diff`.
+"""Benchmark: the submission's changed files and line counts cost at most 1.3x what git
+takes to do the same work.
 
 Target: on a generated repository of 20,000 files where 6,000 change, ``changed_files()``
 and ``diff_stats()`` of a fresh :class:`~repogym.workspace.Workspace` take at most 1.3
-times as long as ``git diff --numstat <base>`` alone.
+times as long as git doing what they do: ``git add -A`` into a private copy of the index
+(hashing and storing every changed file, the untracked ones too), then ``git diff
+--cached --numstat <base>`` against it.
+
+That reference replaced ``git diff --numstat <base>`` alone (issue 21), which is printed
+too: it neither sees the untracked files nor hashes or stores anything, while the
+Workspace snapshots the tree it grades (every changed file hashed and stored, so that what
+the graders read cannot change under them). Against it the ratio was 2.85 on this machine;
+against git doing the same work it is 1.38 (one run, beside a CI run): most of the gap
+was the snapshot's own work, and the rest (``--breakdown``: the Python around git and the
+copies, ~0.33 s of ~1.4 s) is what is still over the target.
 
 The submission is a realistic pull request: a few commits on a branch after ``main``, then
-staged and unstaged edits, deletions and untracked (not ignored) new files. The reference
-does not see the untracked files while the Workspace does (it adds them to a private copy
-of the index); that extra work is part of what the target allows for.
+staged and unstaged edits, deletions and untracked (not ignored) new files.
 
 Run ``python bench/diff.py``; it exits 1 when the ratio is above the target.
 """
@@ -17,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -208,6 +218,18 @@ def reference(sub: Submission) -> bytes:
     return subprocess.run(cmd, cwd=sub.root, capture_output=True, check=True).stdout
 
 
+def same_work(sub: Submission) -> bytes:
+    """The reference: what the Workspace does, by git alone: every change, untracked files
+    included, added to a private copy of the index (hashed, stored), then its numstat."""
+    with tempfile.TemporaryDirectory(prefix="repogym-bench-index-") as private:
+        index = Path(private) / "index"
+        shutil.copyfile(sub.root / ".git" / "index", index)
+        env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+        subprocess.run(["git", "add", "-A"], cwd=sub.root, env=env, check=True)
+        cmd = ["git", "diff", "--cached", "--numstat", sub.base]
+        return subprocess.run(cmd, cwd=sub.root, env=env, capture_output=True, check=True).stdout
+
+
 def workspace(sub: Submission) -> Workspace:
     """The measured cost: open a fresh Workspace and ask for changed files and line counts."""
     ws = Workspace.open(sub.root, base="main", task=parse_task(TASK))
@@ -233,6 +255,13 @@ def check(sub: Submission) -> None:
     for path in sub.untracked:
         lines = len((sub.root / path).read_bytes().splitlines())
         expect((stats[path].added, stats[path].removed) == (lines, 0), f"{path}: wrong counts")
+    same = {}
+    for line in same_work(sub).decode().splitlines():
+        added, removed, path = line.split("\t", 2)
+        same[path] = (int(added), int(removed))
+    expect(set(same) == sub.changed, "the reference saw other paths than the generated ones")
+    for path, counts in same.items():
+        expect((stats[path].added, stats[path].removed) == counts, f"{path}: counts differ")
 
 
 @contextmanager
@@ -287,22 +316,32 @@ def main(argv: list[str] | None = None) -> int:
         )
         check(sub)
         best = best_of(
-            args.rounds, {"reference": lambda: reference(sub), "workspace": lambda: workspace(sub)}
+            args.rounds,
+            {
+                "same work": lambda: same_work(sub),
+                "diff alone": lambda: reference(sub),
+                "workspace": lambda: workspace(sub),
+            },
         )
         if args.breakdown:
             breakdown(sub, args.rounds)
-    ratio = best["workspace"] / best["reference"]
+    ratio = best["workspace"] / best["same work"]
     tracked = len(sub.changed - sub.untracked)
     print(
-        f"(a) git diff --numstat <base>:      {best['reference'] * 1000:7.1f} ms "
-        f"(tracked changes only: {tracked:,} paths)"
+        f"(a) git add -A to a private index, git diff --cached --numstat <base>: "
+        f"{best['same work'] * 1000:7.1f} ms ({len(sub.changed):,} paths, the reference)"
     )
     print(
-        f"(b) Workspace changed_files+stats:  {best['workspace'] * 1000:7.1f} ms "
+        f"(b) git diff --numstat <base> alone: {best['diff alone'] * 1000:7.1f} ms "
+        f"(tracked changes only: {tracked:,} paths; nothing hashed or stored)"
+    )
+    print(
+        f"(w) Workspace changed_files+stats:  {best['workspace'] * 1000:7.1f} ms "
         f"(tracked + {len(sub.untracked):,} untracked: {len(sub.changed):,} paths)"
     )
     verdict = "ok" if ratio <= TARGET else "FAIL"
-    print(f"ratio b/a = {ratio:.2f} (target <= {TARGET}) {verdict}")
+    print(f"ratio w/a = {ratio:.2f} (target <= {TARGET}) {verdict}")
+    print(f"ratio w/b = {best['workspace'] / best['diff alone']:.2f} (the former reference)")
     return 0 if ratio <= TARGET else 1
 
 
