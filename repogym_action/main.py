@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from repogym._process import Interrupted, signals_interrupt
 from repogym.errors import RepogymError
 from repogym_action.commands import Commands
+from repogym_action.metadata import Mode
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def _graded(
     from repogym_action.publish import Publication, publish
     from repogym_action.publish_mode import publish_uploaded
 
-    if settings.mode == "publish":
+    if settings.mode is Mode.PUBLISH:
         graded = publish_uploaded(context, settings, github, out)
         if graded is None:
             return EXIT_PASSED

@@ -37,6 +37,16 @@ class CommentMode(str, Enum):
         return self.value
 
 
+class Mode(str, Enum):
+    """What a run does (input ``mode``)."""
+
+    GRADE = "grade"  # grade the pull request and post the verdict
+    PUBLISH = "publish"  # post the report a grading run uploaded (pull requests from forks)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Input:
     """One input of ``action.yml``: its default, its description and the values it takes.
@@ -155,7 +165,7 @@ INPUTS: Mapping[str, Input] = _inputs(
         description="`grade` grades the pull request; `publish` (in a `workflow_run` job, for "
         "pull requests from forks) posts the report that a grading run uploaded, read from "
         "`report`.",
-        choices=("grade", "publish"),
+        choices=tuple(mode.value for mode in Mode),
     ),
 )
 

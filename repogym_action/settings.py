@@ -30,6 +30,7 @@ from repogym_action.metadata import (
     TRUE_VALUES,
     CommentMode,
     Input,
+    Mode,
     Output,
 )
 
@@ -38,6 +39,7 @@ __all__ = [
     "OUTPUTS",
     "CommentMode",
     "Input",
+    "Mode",
     "Output",
     "RunContext",
     "Settings",
@@ -70,7 +72,7 @@ class Settings:
     template: str | None
     report: Path | None
     pull_request: int | None
-    mode: str = "grade"  # or "publish": post a report a grading run uploaded
+    mode: Mode = Mode.GRADE
 
     def report_path(self, temp: Path) -> Path:
         """Where the JSON report goes: the input ``report``, else a file in ``temp``
@@ -292,7 +294,7 @@ def parse_settings(env: Mapping[str, str], *, workspace: Path) -> Settings:
         template=read.template(),
         report=read.report(),
         pull_request=read.pull_request(),
-        mode=read.choice("mode"),
+        mode=Mode(read.choice("mode")),
     )
     if read.errors:
         raise SettingsError(*read.errors)

@@ -13,6 +13,7 @@ from repogym.errors import UsageError
 from repogym_action.settings import (
     INPUTS,
     CommentMode,
+    Mode,
     RunContext,
     Settings,
     SettingsError,
@@ -84,7 +85,7 @@ def test_the_defaults(workspace: Path) -> None:
         template=None,
         report=None,
         pull_request=None,
-        mode="grade",
+        mode=Mode.GRADE,
     )
     assert settings.report_path(Path("/runner/temp")) == Path("/runner/temp/repogym-report.json")
 
