@@ -192,7 +192,7 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, str):
         return _text(value)
     if isinstance(value, Mapping):
-        return {str(key): _as_json(item) for key, item in value.items()}
+        return {_text(str(key)): _as_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_as_json(item) for item in value]
     if value is None or isinstance(value, bool | int | float):

@@ -12,7 +12,7 @@ import repogym
 from repogym._demo import build_example_repo
 from repogym.errors import TaskError
 from repogym.report import report_dict, user_error_report
-from repogym.report_schema import Report, problems
+from repogym.report_schema import Report, problems, template_view
 
 SCHEMA = Path(__file__).parent.parent / "docs" / "report.schema.json"
 
@@ -37,3 +37,14 @@ def test_what_the_engine_writes_fits_it(tmp_path: Path) -> None:
     assert problems({**written, "score": 1.5}) == [
         "`score` is 1.5: should be a finite number in [0, 1]"
     ]
+
+
+def test_undecodable_bytes_reach_the_templates_as_text() -> None:
+    """A file name's undecodable byte (a lone surrogate, os.fsdecode's) is ``\\xe9`` to the
+    templates, in a value or a key of a grader's details, as their filters show it."""
+    name = "caf\udce9.py"
+    component = {"name": "q", "role": "gate", "score": 1, "passed": True}
+    component |= {"messages": [name], "details": {name: name}}
+    [shown] = template_view({"components": [component]})["components"]
+    assert shown["messages"] == ["caf\\xe9.py"]
+    assert shown["details"] == {"caf\\xe9.py": "caf\\xe9.py"}
