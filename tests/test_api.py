@@ -13,7 +13,8 @@ import pytest
 
 import repogym
 from repogym.graders import Grader
-from repogym.graders.composite import builtin_grader
+from repogym.graders.base import BuiltinGrader
+from repogym.graders.builtin import BUILTIN, builtin_grader
 from repogym.task import BUILTIN_GRADERS
 
 PACKAGE = Path(repogym.__file__).parent
@@ -51,6 +52,13 @@ def test_every_registered_grader_is_a_grader_of_that_name(name: str) -> None:
     assert issubclass(grader_class, Grader)
     assert grader_class.name == name
     assert grader_class.__name__ in repogym.__all__
+
+
+def test_the_task_s_table_and_the_registry_name_the_same_graders() -> None:
+    assert set(BUILTIN) == set(BUILTIN_GRADERS)
+    # One constructor shape: every built-in grader takes the same keywords.
+    for grader_class in BUILTIN.values():
+        assert grader_class.__init__ is BuiltinGrader.__init__
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:

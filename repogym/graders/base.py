@@ -1,12 +1,16 @@
-"""The grader protocol: a ``name``, a ``role`` and ``grade(workspace)``."""
+"""The grader protocol: a ``name``, a ``role`` and ``grade(workspace)``; and the base the
+built-in graders share."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from repogym.models import GradeComponent, Role
 
 if TYPE_CHECKING:
+    from repogym._container import AnyRunner
     from repogym.workspace import Workspace
 
 
@@ -35,3 +39,25 @@ class Grader:
     def __repr__(self) -> str:
         role = f"role={self.role.value!r}" if self.role else ""
         return f"{type(self).__name__}({role})"
+
+
+class BuiltinGrader(Grader):
+    """Base of the built-in graders, which share one constructor: ``hidden``, a directory of
+    hidden tests from elsewhere that replaces ``tests.hidden`` (the tests grader runs
+    them, the constraints grader protects them), and ``runner``, what runs the task's
+    commands (default: the workspace's). A grader that has no use for one ignores it. The
+    role comes from the task's rule for the grader (``Task.role_of``)."""
+
+    def __init__(
+        self,
+        *,
+        role: Role | str | None = None,
+        hidden: str | os.PathLike[str] | None = None,
+        runner: AnyRunner | None = None,
+    ) -> None:
+        super().__init__(role=role)
+        self.hidden = None if hidden is None else Path(hidden)
+        self.runner = runner
+
+    def default_role(self, workspace: Workspace) -> Role:
+        return workspace.task.role_of(self.name)

@@ -9,7 +9,6 @@ Spec, "Objectives and gates"::
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 import traceback
@@ -22,10 +21,8 @@ from repogym import progress
 from repogym.errors import CommandNotFound, TaskError
 from repogym.graders._custom import load_custom_grader
 from repogym.graders.base import Grader
-from repogym.graders.constraints import ConstraintGrader
-from repogym.graders.tests import TestGrader
+from repogym.graders.builtin import builtin_grader
 from repogym.models import Finding, GradeComponent, GradeResult, Role
-from repogym.task import BUILTIN_GRADERS
 
 if TYPE_CHECKING:
     from repogym.task import Task
@@ -77,18 +74,13 @@ class CompositeGrader:
         submission: Path | None = None,
         hidden: str | os.PathLike[str] | None = None,
     ) -> CompositeGrader:
-        """The task's own graders in the spec's order: constraints, tests, quality, perf,
+        """The task's own graders in the spec's order (``repogym.task.BUILTIN_GRADERS``),
         then the custom graders of ``grading.graders``, imported from the ``baseline``
         tree or installed packages, never from the ``submission`` tree. ``hidden``, a
         directory of hidden tests from elsewhere, replaces ``tests.hidden``."""
-        graders: list[Grader] = []
-        for name in task.builtin_roles():
-            grader_class = builtin_grader(name)
-            # The two graders that see hidden tests: one runs them, one protects them.
-            if hidden is not None and issubclass(grader_class, (ConstraintGrader, TestGrader)):
-                graders.append(grader_class(hidden=hidden))
-            else:
-                graders.append(grader_class())
+        graders: list[Grader] = [
+            builtin_grader(name)(hidden=hidden) for name in task.builtin_roles()
+        ]
         for spec in task.grading.graders:
             graders.append(load_custom_grader(spec, baseline, submission, task.source))
         try:
@@ -176,10 +168,3 @@ def _run(grader: Grader, workspace: Workspace) -> GradeComponent:
             # No place: the frame is in the grader's code, not in the submission.
             findings=[Finding(title="error", message=message)],
         )
-
-
-def builtin_grader(name: str) -> type[Grader]:
-    """The class of the built-in grader ``name``, from the registry (task.BUILTIN_GRADERS)."""
-    module, _, attribute = BUILTIN_GRADERS[name].partition(":")
-    grader_class: type[Grader] = getattr(importlib.import_module(module), attribute)
-    return grader_class

@@ -24,7 +24,7 @@ from typing import Any
 from repogym._globs import compile_globs, matching
 from repogym._links import SymlinkLoop, resolve_in_tree
 from repogym._words import counted, shown_path
-from repogym.graders.base import Grader
+from repogym.graders.base import BuiltinGrader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
 from repogym.workspace import Workspace, files_under
@@ -35,19 +35,13 @@ MAX_LISTED = 50
 Violation = dict[str, Any]
 
 
-class ConstraintGrader(Grader):
+class ConstraintGrader(BuiltinGrader):
     """Always a gate. ``hidden`` is a directory of hidden tests given from elsewhere than
     ``tests.hidden`` (as ``TestGrader(hidden=...)`` takes): the paths they are injected at
     are protected too."""
 
     name = "constraints"
     role = Role.GATE
-
-    def __init__(
-        self, *, role: Role | str | None = None, hidden: str | os.PathLike[str] | None = None
-    ) -> None:
-        super().__init__(role=role)
-        self.hidden = None if hidden is None else Path(hidden)
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         rules: list[tuple[str, Callable[[Workspace], Iterator[Violation]]]] = [

@@ -42,8 +42,8 @@ from repogym import _git, _notfound
 from repogym._container import AnyRunner, ContainerRunner
 from repogym._store import copies_dir
 from repogym.errors import CommandNotFound
-from repogym.graders.base import Grader
-from repogym.models import Finding, GradeComponent, Role
+from repogym.graders.base import BuiltinGrader
+from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
 from repogym.task import PerfConfig, Task
 from repogym.workspace import Workspace, export_tree
@@ -62,15 +62,11 @@ def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
     return min(1.0, math.log(speedup / noise_floor) / math.log(min_speedup / noise_floor))
 
 
-class PerfGrader(Grader):
+class PerfGrader(BuiltinGrader):
     """Scores how much faster the submission runs ``perf.command`` than the baseline (an
     objective); ``runner`` runs the commands."""
 
     name = "perf"
-
-    def __init__(self, *, role: Role | str | None = None, runner: AnyRunner | None = None) -> None:
-        super().__init__(role=role)
-        self.runner = runner
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         config = workspace.task.perf

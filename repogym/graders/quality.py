@@ -12,9 +12,9 @@ from typing import Any
 
 from repogym._globs import compile_globs, matching
 from repogym._words import counted, shown_path
-from repogym.graders.base import Grader
+from repogym.graders.base import BuiltinGrader
 from repogym.metrics import measure_source
-from repogym.models import Finding, GradeComponent, Role, capped_findings
+from repogym.models import Finding, GradeComponent, capped_findings
 from repogym.workspace import Workspace
 
 MAX_LISTED = 100
@@ -26,11 +26,8 @@ _KEYS = {
 }
 
 
-class QualityGrader(Grader):
+class QualityGrader(BuiltinGrader):
     name = "quality"
-
-    def default_role(self, workspace: Workspace) -> Role:
-        return workspace.task.quality_role
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         c = workspace.task.constraints

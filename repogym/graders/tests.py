@@ -20,7 +20,6 @@ The user's work tree is never written.
 
 from __future__ import annotations
 
-import os
 import shlex
 import tempfile
 from pathlib import Path
@@ -34,9 +33,9 @@ from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym._words import counted
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings, _test_hints
-from repogym.graders.base import Grader
+from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome, iter_cases
-from repogym.models import Finding, GradeComponent, Role
+from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace, files_under
@@ -55,27 +54,13 @@ OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
 MAX_NAMED = _test_hints.MAX_NAMED  # failing ids named in messages; the rest are counted
 
 
-class TestGrader(Grader):
+class TestGrader(BuiltinGrader):
     """Scores ``tests.fail_to_pass`` and ``tests.pass_to_pass`` (an objective when there
     are targets, a gate otherwise). ``hidden`` overrides ``tests.hidden`` with a
     directory from elsewhere; ``runner`` runs the commands."""
 
     name = "tests"
     __test__ = False  # not a pytest test class, despite the name
-
-    def __init__(
-        self,
-        *,
-        role: Role | str | None = None,
-        hidden: str | os.PathLike[str] | None = None,
-        runner: AnyRunner | None = None,
-    ) -> None:
-        super().__init__(role=role)
-        self.hidden = None if hidden is None else Path(hidden)
-        self.runner = runner
-
-    def default_role(self, workspace: Workspace) -> Role:
-        return workspace.task.tests_role
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         config = workspace.task.tests

@@ -11,7 +11,8 @@ import difflib
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -70,17 +71,6 @@ def _check_test_id(test_id: str) -> str:
 
 # Checked one by one, so that an error names the item's line, not the list's.
 TestIds = Annotated[tuple[Annotated[str, AfterValidator(_check_test_id)], ...], Strict(False)]
-
-# The one registry of the built-in graders, in the spec's grading order: each name with
-# its class as a `module:Class` reference, the form custom graders take too. It lives
-# here, not in repogym.graders, because the task decides which graders run and the
-# graders import the task; the composite imports each class by its reference.
-BUILTIN_GRADERS: dict[str, str] = {
-    "constraints": "repogym.graders.constraints:ConstraintGrader",
-    "tests": "repogym.graders.tests:TestGrader",
-    "quality": "repogym.graders.quality:QualityGrader",
-    "perf": "repogym.graders.perf:PerfGrader",
-}
 
 
 class _Section(BaseModel):
@@ -278,16 +268,14 @@ class Task(_Section):
         """Quality is the objective of a refactor and a gate on every other type (spec)."""
         return Role.OBJECTIVE if self.type == "refactor" else Role.GATE
 
+    def role_of(self, grader: str) -> Role:
+        """The role the built-in grader ``grader`` has in this task (spec), whether the
+        task runs it or not."""
+        return BUILTIN_GRADERS[grader].role(self)
+
     def builtin_roles(self) -> dict[str, Role]:
         """The built-in graders this task runs, in grading order, with their roles."""
-        roles = {"constraints": Role.GATE}
-        if self.tests is not None:
-            roles["tests"] = self.tests_role
-        if self.constraints.has_quality_limits():
-            roles["quality"] = self.quality_role
-        if self.perf is not None:
-            roles["perf"] = Role.OBJECTIVE
-        return roles
+        return {name: rule.role(self) for name, rule in BUILTIN_GRADERS.items() if rule.runs(self)}
 
     def protected_files(self) -> dict[str, str]:
         """Files no submission may touch, always on, each with the reason."""
@@ -296,6 +284,30 @@ class Task(_Section):
             for path in self.tests.test_files():
                 protected.setdefault(path, "named by a test id")
         return protected
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinRule:
+    """Whether a task runs a built-in grader, and the role its component has (spec)."""
+
+    runs: Callable[[Task], bool]
+    role: Callable[[Task], Role]
+
+
+# The built-in graders in the spec's grading order, each with its rule: the one place
+# that order is written. Their classes are registered by these names in
+# repogym.graders.builtin, which the task cannot import (the graders import the task).
+BUILTIN_GRADERS: dict[str, BuiltinRule] = {
+    "constraints": BuiltinRule(runs=lambda task: True, role=lambda task: Role.GATE),
+    "tests": BuiltinRule(
+        runs=lambda task: task.tests is not None, role=lambda task: task.tests_role
+    ),
+    "quality": BuiltinRule(
+        runs=lambda task: task.constraints.has_quality_limits(),
+        role=lambda task: task.quality_role,
+    ),
+    "perf": BuiltinRule(runs=lambda task: task.perf is not None, role=lambda task: Role.OBJECTIVE),
+}
 
 
 def _cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:

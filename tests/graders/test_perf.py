@@ -19,7 +19,7 @@ import pytest
 
 from repogym import grade
 from repogym.graders import CompositeGrader, PerfGrader
-from repogym.graders.composite import builtin_grader
+from repogym.graders.builtin import builtin_grader
 from repogym.graders.perf import perf_score
 from repogym.models import Finding, GradeComponent, Role
 from repogym.task import BUILTIN_GRADERS, parse_task
