@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from repogym import _git
+from repogym import _baselines, _git
 from repogym._container import ContainerRunner
 from repogym._snapshot import Snapshot, inside
 from repogym._store import Entry, Store, checkout, tree_entries
@@ -392,17 +392,10 @@ def task_at(
     return parse_task(raw, f"{path}@{name}")
 
 
-_BASELINES: dict[tuple[str, str], Path] = {}
-
-
 def materialise(repo: Path, commit: str) -> Path:
     """A pristine tree of ``commit``, made once per process and shared (read it only)."""
-    common = _git.git(["rev-parse", "--git-common-dir"], repo).decode().strip()
-    key = (str((repo / common).resolve()), commit)
-    if key in _BASELINES and _BASELINES[key].is_dir():
-        return _BASELINES[key]
-    _BASELINES[key] = export_tree(repo, commit, prefix="repogym-baseline-")
-    return _BASELINES[key]
+    key = _baselines.Key(kind="pristine", repository=_baselines.repository(repo), commit=commit)
+    return _baselines.shared(key, lambda: export_tree(repo, commit, prefix="repogym-baseline-"))
 
 
 def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = None) -> Path:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym import _git, _notfound
+from repogym import _baselines, _notfound
 from repogym._container import AnyRunner, ContainerRunner
 from repogym._store import copies_dir
 from repogym.errors import CommandNotFound
@@ -89,13 +89,11 @@ class PerfGrader(BuiltinGrader):
             return _component(config, timings, failure)
         finally:
             if isinstance(runner, ContainerRunner):
-                _forget_baselines(runner.scope)
+                _baselines.forget(runner.scope)
         return _component(config, timings, None)
 
 
 # -- the baseline, once per process ----------------------------------------------------
-
-_BASELINES: dict[tuple[str, str, str, str], Path] = {}
 
 
 def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
@@ -104,13 +102,18 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
 
     A setup that fails is not kept, so the next grade tries again with a fresh tree.
     """
-    common = _git.git(["rev-parse", "--git-common-dir"], workspace.root).decode().strip()
     # A container runner holds what setup made in its own volumes, for its grade only.
-    scope = runner.scope if isinstance(runner, ContainerRunner) else ""
-    key = (str((workspace.root / common).resolve()), workspace.base, _digest(workspace.task), scope)
-    tree = _BASELINES.get(key)
-    if tree is not None and tree.is_dir():
-        return tree
+    key = _baselines.Key(
+        kind="perf",
+        repository=_baselines.repository(workspace.root),
+        commit=workspace.base,
+        depends_on=(_digest(workspace.task),),
+        scope=runner.scope if isinstance(runner, ContainerRunner) else "",
+    )
+    return _baselines.shared(key, lambda: _make_baseline(workspace, runner))
+
+
+def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # On the same file system as the candidate's copy (copies_dir): a benchmark that
     # reads its files must not be faster on one side for where they are.
     where = copies_dir(workspace.snapshot().size)
@@ -124,14 +127,7 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # From here on the baseline is the grader's and read-only to every command: the
     # candidate's benchmark must not be able to slow it down (issue 9).
     runner.lock(tree)
-    _BASELINES[key] = tree
     return tree
-
-
-def _forget_baselines(scope: str) -> None:
-    """Remove the baselines set up in a container runner's volumes: no later grade's."""
-    for key in [k for k in _BASELINES if k[3] == scope]:
-        shutil.rmtree(_BASELINES.pop(key).parent, ignore_errors=True)
 
 
 def _digest(task: Task) -> str:
