@@ -41,6 +41,7 @@ _EXPORTS = {
     "RunCommand": "repogym.env",
     "Submit": "repogym.env",
     "Task": "repogym.task",
+    "TaskFile": "repogym.task",
     "TaskError": "repogym.errors",
     "TestGrader": "repogym.graders",
     "UnknownRef": "repogym.errors",
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
     )
     from repogym.grading import Grading, grade
     from repogym.models import Finding, GradeComponent, GradeResult, Role
-    from repogym.task import Task, load_task, parse_task
+    from repogym.task import Task, TaskFile, load_task, parse_task
     from repogym.workspace import Workspace
 
 
@@ -122,6 +123,7 @@ __all__ = [
     "Submit",
     "Task",
     "TaskError",
+    "TaskFile",
     "TestGrader",
     "UnknownRef",
     "UsageError",

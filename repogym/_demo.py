@@ -16,7 +16,7 @@ from pathlib import Path
 from repogym import _git
 from repogym.environment import prepare
 from repogym.errors import EngineError, UsageError
-from repogym.workspace import task_at
+from repogym.task import load_task
 
 
 def _examples() -> Path:
@@ -80,7 +80,7 @@ def skipped(repo: Path) -> tuple[str, bool] | None:
     Both are said up front, in one line, instead of grading every example ``FAIL 0.000``
     with the reason in a test log that hidden tests keep out of the report."""
     sha = _git.resolve_commit(repo, "main")
-    task = task_at(repo, sha, "main")
+    task = load_task(None, repo=repo, commit=sha, ref="main")
     if task.environment is not None:
         try:
             prepare(task, repo, sha).client.close()

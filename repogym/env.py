@@ -30,8 +30,8 @@ from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
 from repogym.report import write_atomic
 from repogym.runner import CommandResult, Runner, check_timeout
-from repogym.task import Task
-from repogym.workspace import Workspace, clone_at, task_for
+from repogym.task import TaskSource, load_task
+from repogym.workspace import Workspace, clone_at
 
 DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise
 _APPLY_TIMEOUT = 60.0
@@ -138,7 +138,7 @@ class RepoEnv:
         repo: str | Path,
         *,
         base: str,
-        task: str | Path | Task | None = None,
+        task: TaskSource = None,
         keep_workspace: bool = False,
         max_steps: int | None = None,
     ) -> None:
@@ -147,7 +147,7 @@ class RepoEnv:
         self.repo = _git.toplevel(Path(repo).resolve())
         self.base = _git.resolve_commit(self.repo, base)
         self.base_ref = base
-        self.task = task_for(self.repo, self.base, base, task)
+        self.task = load_task(task, repo=self.repo, commit=self.base, ref=base)
         # In the task's environment when it names one: prepared here, once, so that what
         # keeps it from being had is said before the first step (issue 20).
         self.runner: AnyRunner = (

@@ -20,8 +20,8 @@ from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
 from repogym.progress import Progress
-from repogym.task import Task
-from repogym.workspace import Workspace, files_under, task_for
+from repogym.task import Task, TaskSource, load_task
+from repogym.workspace import Workspace, files_under
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,7 +63,7 @@ def grade(
     repo: str | os.PathLike[str] = ".",
     *,
     base: str | None = None,
-    task: str | os.PathLike[str] | Task | None = None,
+    task: TaskSource = None,
     hidden: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     outputs: Sequence[str | os.PathLike[str]] = (),
@@ -93,7 +93,7 @@ def _grade(
     repo: Path,
     *,
     base: str | None,
-    task: str | os.PathLike[str] | Task | None,
+    task: TaskSource,
     hidden: str | os.PathLike[str] | None,
     outputs: Sequence[str | os.PathLike[str]],
 ) -> Grading:
@@ -102,7 +102,7 @@ def _grade(
     base_sha = _git.resolve_commit(top, ref)
     head = _git.resolve_commit(top, "HEAD")
     merge_base = _git.merge_base(top, ref, base_sha, head)
-    loaded = task_for(top, base_sha, ref, task)
+    loaded = load_task(task, repo=top, commit=base_sha, ref=ref)
     hidden_dir = _hidden_dir(hidden)
     # The diff is the merge base's; the rubric is the base tip's, where the task was
     # read: the author picks the fork point, not the tests (issue 19).

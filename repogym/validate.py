@@ -24,8 +24,8 @@ from repogym.errors import RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
 from repogym.models import GradeResult, Role, format_score
-from repogym.task import Task
-from repogym.workspace import clone_at, files_under, task_for
+from repogym.task import Task, TaskSource, load_task
+from repogym.workspace import clone_at, files_under
 
 
 @dataclass
@@ -49,7 +49,7 @@ def validate(
     repo: Path,
     *,
     base: str,
-    task: str | os.PathLike[str] | Task | None = None,
+    task: TaskSource = None,
     solution: str | None = None,
     repeat: int = 1,
     hidden: str | os.PathLike[str] | None = None,
@@ -58,7 +58,7 @@ def validate(
     of ``repo``, and a reference solution; ``hidden`` as for :func:`repogym.grade`."""
     result = Validation()
     sha = _git.resolve_commit(repo, base)
-    loaded = task_for(repo, sha, base, task)
+    loaded = load_task(task, repo=repo, commit=sha, ref=base)
     _static_checks(result, repo, sha, loaded, None if hidden is None else Path(hidden))
     if not result.valid:
         return result  # grading a task that fails its static checks proves nothing

@@ -26,7 +26,7 @@ from repogym._store import Entry, Store, checkout, tree_entries
 from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.runner import Runner
-from repogym.task import TASK_FILE, Task, load_task, parse_task
+from repogym.task import Task, TaskSource, load_task
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,9 +91,7 @@ class Workspace:
         return self.runner
 
     @classmethod
-    def open(
-        cls, root: str | Path, *, base: str, task: str | Path | Task | None = None
-    ) -> Workspace:
+    def open(cls, root: str | Path, *, base: str, task: TaskSource = None) -> Workspace:
         """Open the work tree at ``root`` against the commit ``base``.
 
         ``task`` is a path to a task file, a loaded :class:`Task`, or None to read
@@ -101,7 +99,7 @@ class Workspace:
         """
         top = _git.toplevel(Path(root).resolve())
         sha = _git.resolve_commit(top, base)
-        return cls(top, sha, task_for(top, sha, base, task), base_ref=base)
+        return cls(top, sha, load_task(task, repo=top, commit=sha, ref=base), base_ref=base)
 
     def snapshot(self) -> Snapshot:
         """The submission as it is now, read once (HEAD included) and kept; the
@@ -353,43 +351,6 @@ def files_under(directory: Path) -> list[str]:
             "file in the directory itself: put the file there, not a link to it"
         )
     return sorted(files)
-
-
-def task_for(
-    repo: Path, commit: str, ref: str, task: str | os.PathLike[str] | Task | None = None
-) -> Task:
-    """The task to grade with: ``task`` itself when loaded, the file at the path ``task``,
-    or by default the task file as it is at ``commit`` (named ``ref`` in messages)."""
-    if isinstance(task, Task):
-        return task
-    if task is not None:
-        return load_task(task)
-    return task_at(repo, commit, ref)
-
-
-def task_at(
-    repo: Path,
-    commit: str,
-    ref: str | None = None,
-    *,
-    path: str = TASK_FILE,
-    fix: str = "or pass one with --task FILE",
-) -> Task:
-    """The task file at ``path`` as it is at ``commit`` (never the submission's copy);
-    ``fix`` ends the message when there is none: how else to give one."""
-    entry = _git.tree_entry(repo, commit, path)
-    name = ref or commit[:12]
-    if entry is None:
-        raise WorkspaceError(
-            f"{path} not found at {name}: commit a task file on the base branch, {fix}"
-        )
-    if entry.type != "blob" or entry.symlink:
-        what = {"tree": "a directory", "commit": "a submodule"}.get(entry.type, "a symlink")
-        raise WorkspaceError(
-            f"{path} at {name} is {what}: commit the task file itself there, {fix}"
-        )
-    raw = _git.git(["cat-file", "blob", entry.sha], repo)
-    return parse_task(raw, f"{path}@{name}")
 
 
 def materialise(repo: Path, commit: str) -> Path:

@@ -18,7 +18,6 @@ from repogym._git import git, tree_entry
 from repogym.errors import RepogymError
 from repogym.report import error_report, report_dict, user_error_report
 from repogym.template_files import TemplateFilesError, templates_at, templates_in
-from repogym.workspace import task_at
 from repogym_action.checkout import Checkout, prepare
 from repogym_action.commands import Commands
 from repogym_action.event import Target
@@ -67,18 +66,11 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
                 env=context.git_env,
             )
         known["merge_base"] = {"sha": checkout.merge_base}
-        task = task_at(
-            checkout.tree,
-            checkout.base,
-            checkout.base_ref,
-            path=settings.task,
-            fix="or name the task file with the `task` input",
-        )
         templates = read_templates(context, settings, checkout)
         grading = repogym.grade(
             checkout.tree,
             base=checkout.base_ref,
-            task=task,
+            task=repogym.TaskFile(settings.task, fix="or name the task file with the `task` input"),
             hidden=settings.hidden_tests,
             progress=progress,
         )

@@ -1,0 +1,327 @@
+"""The task file's schema, declared once, as frozen pydantic models that forbid unknown
+keys; and the rules that span its sections (:func:`cross_checks`)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    Strict,
+    field_validator,
+    model_validator,
+)
+
+from repogym._testids import escape_controls, file_of
+from repogym.models import Role
+from repogym.task._environment import EnvironmentConfig
+from repogym.task._values import (
+    Fraction,
+    NoiseFloor,
+    Seconds,
+    Speedup,
+    Weight,
+    check_globs,
+    check_grader_reference,
+    check_regexes,
+    check_relative,
+)
+
+TASK_FILE = ".repogym.yml"
+TaskType = Literal["bugfix", "feature", "perf", "refactor"]
+Timing = Literal["wall", "reported"]
+# YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
+StrList = Annotated[tuple[str, ...], Strict(False)]
+
+
+def _check_test_id(test_id: str) -> str:
+    """An id is a name, checked as a path only where it names a file (issue 8): real
+    tests are called `/ matches root` or `C:\\x`."""
+    if not test_id.strip():
+        raise ValueError("a test id is empty; remove it or write the id")
+    path = file_of(test_id)
+    if path is not None:
+        if escape_controls(path) != path:
+            raise ValueError(
+                f"the file of test id {test_id!r} holds a control character; "
+                "write the file's path as it is in the repository"
+            )
+        check_relative(path, "the file of test id")
+    return test_id
+
+
+# Checked one by one, so that an error names the item's line, not the list's.
+TestIds = Annotated[tuple[Annotated[str, AfterValidator(_check_test_id)], ...], Strict(False)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class TestsConfig(_Section):
+    """``tests:``: the command that runs the tests and the ids that must pass."""
+
+    command: str = Field(min_length=1)
+    fail_to_pass: TestIds = ()
+    pass_to_pass: TestIds = ()
+    hidden: str | None = None
+    restore: StrList = ()
+    timeout: Seconds = 900
+    partial_credit: bool = True
+    require_all_pass_to_pass: bool = False
+
+    @field_validator("command")
+    @classmethod
+    def _junit_placeholder(cls, command: str) -> str:
+        if "{junit}" not in command:
+            raise ValueError(
+                "the command must contain {junit} where the runner writes its JUnit XML, "
+                "e.g. `pytest --junitxml={junit}`"
+            )
+        return command
+
+    @field_validator("fail_to_pass", "pass_to_pass")
+    @classmethod
+    def _ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"test id {duplicates[0]!r} is listed twice")
+        return ids
+
+    _restore_globs = field_validator("restore")(check_globs)
+
+    @field_validator("hidden")
+    @classmethod
+    def _hidden(cls, hidden: str | None) -> str | None:
+        return None if hidden is None else check_relative(hidden.rstrip("/"), "directory")
+
+    @model_validator(mode="after")
+    def _some_ids(self) -> TestsConfig:
+        if not self.fail_to_pass and not self.pass_to_pass:
+            raise ValueError(
+                "declare `fail_to_pass` or `pass_to_pass` test ids: with neither, "
+                "the tests can neither earn credit nor catch a regression"
+            )
+        both = sorted(set(self.fail_to_pass) & set(self.pass_to_pass))
+        if both:
+            raise ValueError(
+                f"test id {both[0]!r} is in both fail_to_pass and pass_to_pass; keep one"
+            )
+        return self
+
+    def test_files(self) -> tuple[str, ...]:
+        """The files the test ids name (see :func:`repogym._testids.file_of`), sorted."""
+        ids = self.fail_to_pass + self.pass_to_pass
+        return tuple(sorted({path for path in map(file_of, ids) if path is not None}))
+
+
+class PerfConfig(_Section):
+    """``perf:``: a benchmark the submission must make faster."""
+
+    command: str = Field(min_length=1)
+    timing: Timing = "wall"
+    runs: int = Field(default=5, ge=1, le=1000)
+    warmup: int = Field(default=1, ge=0, le=100)
+    noise_floor: NoiseFloor = 1.15
+    min_speedup: Speedup
+    timeout: Seconds = 900
+
+    @model_validator(mode="after")
+    def _above_noise(self) -> PerfConfig:
+        if not self.min_speedup > self.noise_floor:
+            raise ValueError(
+                f"`min_speedup` ({self.min_speedup:g}) must be greater than `noise_floor` "
+                f"({self.noise_floor:g}): raise min_speedup or lower noise_floor"
+            )
+        return self
+
+
+class ConstraintsConfig(_Section):
+    """``constraints:``: rules on the diff (a gate) and the quality limits."""
+
+    protected: StrList = ()
+    allowed_files: StrList | None = None
+    max_files_changed: int | None = Field(default=None, ge=0)
+    max_lines_changed: int | None = Field(default=None, ge=0)
+    forbidden_patterns: StrList | None = None
+    required_patterns: StrList | None = None
+    paths: StrList | None = None
+    max_function_length: int | None = Field(default=None, ge=1)
+    max_cyclomatic_complexity: int | None = Field(default=None, ge=1)
+    # Compiled code cannot be read by the gate nor by a reviewer (issue 9): it fails the
+    # gate unless a glob here allows it.
+    allow_compiled: StrList = ()
+
+    _globs = field_validator("protected", "allowed_files", "paths", "allow_compiled")(check_globs)
+    _regexes = field_validator("forbidden_patterns", "required_patterns")(check_regexes)
+
+    def has_quality_limits(self) -> bool:
+        return self.max_function_length is not None or self.max_cyclomatic_complexity is not None
+
+
+class CustomGrader(_Section):
+    """One entry of ``grading.graders``: ``module:Class``, optionally with a role."""
+
+    grader: str
+    role: Role = Role.OBJECTIVE
+    _line: int = PrivateAttr(default=0)
+
+    @property
+    def line(self) -> int:
+        """The line of this entry in the task file, for messages; 0 when unknown."""
+        return self._line
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"grader": value}
+        if not isinstance(value, dict):
+            raise ValueError(
+                "a custom grader is `module:Class`, or a mapping such as "
+                "`{grader: module:Class, role: gate}`"
+            )
+        return value
+
+    _reference = field_validator("grader")(check_grader_reference)
+
+    @field_validator("role", mode="before")
+    @classmethod
+    def _role(cls, value: Any) -> Any:
+        if value not in ("objective", "gate"):
+            raise ValueError("role must be `objective` or `gate`")
+        return Role(value)
+
+
+class GradingConfig(_Section):
+    """``grading:``: weights of objectives, the pass threshold, custom graders."""
+
+    weights: dict[str, Weight] = Field(default_factory=dict)
+    pass_threshold: Fraction = 0.0
+    graders: Annotated[tuple[CustomGrader, ...], Strict(False)] = ()
+
+
+class Task(_Section):
+    """A whole task file. Load one with :func:`load_task` or :func:`parse_task`."""
+
+    version: Literal[1]
+    type: TaskType
+    setup: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    pass_env: StrList = ()
+    environment: EnvironmentConfig | None = None
+    tests: TestsConfig | None = None
+    perf: PerfConfig | None = None
+    constraints: ConstraintsConfig = ConstraintsConfig()
+    grading: GradingConfig = GradingConfig()
+
+    @field_validator("env", "pass_env")
+    @classmethod
+    def _variable_names(cls, names: Any) -> Any:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(
+                    f"{name!r} is not an environment variable name: use letters, digits "
+                    "and `_`, not starting with a digit"
+                )
+        return names
+
+    _source: str = PrivateAttr(default=TASK_FILE)
+    _sha256: str = PrivateAttr(default="")
+
+    @property
+    def source(self) -> str:
+        """Where the task was read from, as shown in messages."""
+        return self._source
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the task file's bytes, recorded in every report."""
+        return self._sha256
+
+    @property
+    def tests_role(self) -> Role:
+        """Tests earn credit when there are targets; regression-only tests gate (spec)."""
+        return Role.OBJECTIVE if self.tests and self.tests.fail_to_pass else Role.GATE
+
+    @property
+    def quality_role(self) -> Role:
+        """Quality is the objective of a refactor and a gate on every other type (spec)."""
+        return Role.OBJECTIVE if self.type == "refactor" else Role.GATE
+
+    def role_of(self, grader: str) -> Role:
+        """The role the built-in grader ``grader`` has in this task (spec), whether the
+        task runs it or not."""
+        return BUILTIN_GRADERS[grader].role(self)
+
+    def builtin_roles(self) -> dict[str, Role]:
+        """The built-in graders this task runs, in grading order, with their roles."""
+        return {name: rule.role(self) for name, rule in BUILTIN_GRADERS.items() if rule.runs(self)}
+
+    def protected_files(self) -> dict[str, str]:
+        """Files no submission may touch, always on, each with the reason."""
+        protected = {TASK_FILE: "the task file"}
+        if self.tests is not None:
+            for path in self.tests.test_files():
+                protected.setdefault(path, "named by a test id")
+        return protected
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinRule:
+    """Whether a task runs a built-in grader, and the role its component has (spec)."""
+
+    runs: Callable[[Task], bool]
+    role: Callable[[Task], Role]
+
+
+# The built-in graders in the spec's grading order, each with its rule: the one place
+# that order is written. Their classes are registered by these names in
+# repogym.graders.builtin, which the task cannot import (the graders import the task).
+BUILTIN_GRADERS: dict[str, BuiltinRule] = {
+    "constraints": BuiltinRule(runs=lambda task: True, role=lambda task: Role.GATE),
+    "tests": BuiltinRule(
+        runs=lambda task: task.tests is not None, role=lambda task: task.tests_role
+    ),
+    "quality": BuiltinRule(
+        runs=lambda task: task.constraints.has_quality_limits(),
+        role=lambda task: task.quality_role,
+    ),
+    "perf": BuiltinRule(runs=lambda task: task.perf is not None, role=lambda task: Role.OBJECTIVE),
+}
+
+
+def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Rules that span sections, as (key path, message) pairs."""
+    roles = task.builtin_roles()
+    custom = task.grading.graders
+    if Role.OBJECTIVE not in roles.values() and all(g.role is Role.GATE for g in custom):
+        yield (
+            (),
+            (
+                "the task has no objective, so no submission could earn credit: declare "
+                "`tests.fail_to_pass`, a `perf` section, quality limits on a `type: refactor` "
+                "task, or an objective in `grading.graders`"
+            ),
+        )
+    for name in task.grading.weights:
+        key = ("grading", "weights", name)
+        if roles.get(name) is Role.GATE:
+            yield key, f"{name} is a gate in this task and carries no weight; remove the entry"
+        elif name in BUILTIN_GRADERS and name not in roles:
+            yield (
+                key,
+                f"this task does not run the {name} grader; remove the entry or add its section",
+            )
+        elif name not in BUILTIN_GRADERS and not custom:
+            guess = difflib.get_close_matches(name, list(roles), n=1)
+            hint = f"did you mean `{guess[0]}`?" if guess else "fix the name"
+            yield key, f"no grader is called {name!r} (graders: {', '.join(roles)}); {hint}"
