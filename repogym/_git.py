@@ -1,4 +1,7 @@
-"""The few git plumbing calls repogym makes, with output that user config cannot alter."""
+"""The one way repogym runs git, engine and Action alike, with output that user config
+cannot alter: :func:`run` (and :func:`git`, which also checks the exit code; :func:`start`
+for a process that serves many requests). Every call gets the pinned settings below
+and an environment of our choosing (:func:`environment`), never the whole of ours."""
 
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ def git(
     stdin: bytes | None = None,
 ) -> bytes:
     """Run ``git ARGS`` in ``cwd`` and return its stdout; a failure is a WorkspaceError."""
-    done = _run(args, cwd, env=env, stdin=stdin)
+    done = run(args, cwd, env=env, stdin=stdin)
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()
         first = reason[0] if reason else f"exit code {done.returncode}"
@@ -96,29 +99,61 @@ _REPOSITORY_VARIABLES = frozenset(
 )
 
 
-def _run(
+def run(
     args: Sequence[str],
     cwd: Path,
     *,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
+    base: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**environment(), **(env or {})}
+    """``git ARGS`` in ``cwd``, finished, whatever its exit code. Its environment is
+    :func:`environment` of ``base``, then ``env``. A ``timeout`` that expires raises
+    :class:`subprocess.TimeoutExpired` (the process is killed)."""
+    full_env = {**environment(base), **(env or {})}
     try:
         return subprocess.run(
-            command(args), cwd=cwd, env=full_env, input=stdin, capture_output=True, check=False
+            command(args),
+            cwd=cwd,
+            env=full_env,
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=timeout,
         )
     except FileNotFoundError:
-        raise WorkspaceError("git is not installed or not on PATH: install git") from None
+        raise WorkspaceError(NOT_INSTALLED) from None
 
 
-def environment() -> dict[str, str]:
-    """What git needs of our environment, and nothing else: no token reaches a command
-    that a repository's config might make git run. No global or system config is read:
-    the submission's code may have written ``$HOME/.gitconfig`` (a clean filter there
-    would run in every later grade)."""
+NOT_INSTALLED = "git is not installed or not on PATH: install git"
+
+
+def start(args: Sequence[str], cwd: Path, *, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """``git ARGS`` in ``cwd`` as a process that reads its stdin and writes its stdout as
+    they come (``cat-file --batch``); its stderr is dropped."""
+    return subprocess.Popen(
+        command(args),
+        cwd=cwd,
+        env={**environment(), **env},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What git gets of an environment: ``base`` (default: our ``PATH``, ``HOME`` and
+    ``TMPDIR``, and nothing else, so no token reaches a command that a repository's config
+    might make git run), with no global or system config read: the submission's code may
+    have written ``$HOME/.gitconfig`` (a clean filter there would run in every later
+    grade). A caller that needs a global config of its own sets ``GIT_CONFIG_GLOBAL`` in
+    the ``env`` of :func:`run`."""
     keep = ("PATH", "HOME", "TMPDIR")
-    env = {name: os.environ[name] for name in keep if name in os.environ}
+    if base is None:
+        env = {name: os.environ[name] for name in keep if name in os.environ}
+    else:
+        env = dict(base)
     env.update(
         GIT_TERMINAL_PROMPT="0",
         LC_ALL="C",
@@ -133,7 +168,7 @@ def toplevel(path: Path) -> Path:
     """The root of the work tree that contains ``path``."""
     if not path.is_dir():
         raise WorkspaceError(f"{path}: not a directory; pass the root of a git work tree")
-    done = _run(["rev-parse", "--show-toplevel"], path)
+    done = run(["rev-parse", "--show-toplevel"], path)
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace")
         if "dubious ownership" in said:
@@ -160,7 +195,7 @@ def _dubious(path: Path, said: str) -> str:
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full sha of the commit ``ref`` names; a name that two refs share (a branch
     and a tag called ``main``) is an error, not git's silent pick."""
-    done = _run(["rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}"], repo)
+    done = run(["rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}"], repo)
     if done.returncode != 0:
         raise UnknownRef(
             f"{repo}: `{ref}` does not name a commit; check the branch, tag or sha "
@@ -184,12 +219,12 @@ def resolve_commit(repo: Path, ref: str) -> str:
 def merge_base(repo: Path, ref: str, ref_sha: str, head: str) -> str:
     """The best common ancestor of ``ref`` (``ref_sha``) and ``head``, or a WorkspaceError
     that says why there is none: most often a shallow clone."""
-    done = _run(["merge-base", ref_sha, head], repo)
+    done = run(["merge-base", ref_sha, head], repo)
     if done.returncode == 0:
         return done.stdout.decode().strip()
     if done.returncode != 1:  # not "none found": a broken repository, say; git says why
         git(["merge-base", ref_sha, head], repo)
-    shallow = _run(["rev-parse", "--is-shallow-repository"], repo).stdout.strip() == b"true"
+    shallow = run(["rev-parse", "--is-shallow-repository"], repo).stdout.strip() == b"true"
     if shallow:
         raise WorkspaceError(
             f"{repo}: no common ancestor of `{ref}` and HEAD in this shallow clone: fetch "

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repogym import _git
-from repogym.errors import UsageError
+from repogym.errors import RepogymError, UsageError
 from repogym_action.event import Target
 from repogym_action.worktree import unlike_its_tree
 
@@ -135,33 +135,35 @@ def _base_input_sha(target: Target) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Git:
-    """git with our environment, in the workspace unless told otherwise."""
+    """The engine's git (:func:`repogym._git.run`) bound to the workspace, the runner's
+    environment that git is given (``passed``) and our global ``config``; output as text."""
 
     workspace: Path
-    env: dict[str, str]
+    passed: Mapping[str, str]
+    config: Path
 
     def run(
         self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
     ) -> subprocess.CompletedProcess[str]:
+        done = self.run_bytes(args, cwd=cwd, timeout=timeout)
+        return subprocess.CompletedProcess(
+            done.args, done.returncode, _text(done.stdout), _text(done.stderr)
+        )
+
+    def run_bytes(
+        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
+    ) -> subprocess.CompletedProcess[bytes]:
         where = cwd or self.workspace
+        own = {"GIT_CONFIG_GLOBAL": str(self.config)}
         try:
-            return subprocess.run(
-                _git.command(args),
-                cwd=where,
-                env=self.env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                check=False,
-            )
+            return _git.run(args, where, base=self.passed, env=own, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise CheckoutError(
                 f"{where}: `git {args[0]}` took longer than {timeout:.0f} s; "
                 "re-run the job, or set `fetch-depth: 0` on actions/checkout"
             ) from None
-        except FileNotFoundError:
-            raise CheckoutError("git is not installed or not on PATH: install git") from None
+        except RepogymError as error:  # git is not there
+            raise CheckoutError(str(error)) from None
 
     def out(
         self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT
@@ -181,22 +183,20 @@ class _Git:
         return self.out(["rev-parse", "--is-shallow-repository"]) == "true"
 
 
+def _text(output: bytes) -> str:
+    """git's output as text, as ``subprocess.run(text=True)`` gives it: undecodable bytes
+    replaced, line ends made ``\n``."""
+    return output.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
 @contextmanager
 def _workspace_git(workspace: Path, passed: Mapping[str, str]) -> Iterator[_Git]:
     """A :class:`_Git` whose global configuration is a temporary file of ours that lets
     git work in ``workspace`` (``safe.directory``); removed afterwards."""
-    env = dict(passed)
     with tempfile.TemporaryDirectory(prefix="repogym-git-") as private:
         config = Path(private) / "gitconfig"
         config.touch(mode=0o600)
-        env.update(
-            GIT_CONFIG_GLOBAL=str(config),
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_ATTR_NOSYSTEM="1",
-            GIT_TERMINAL_PROMPT="0",
-            LC_ALL="C",
-        )
-        git = _Git(workspace, env)
+        git = _Git(workspace, passed, config)
         for path in dict.fromkeys([str(workspace.absolute()), str(workspace.resolve())]):
             add = ["config", "--file", str(config), "--add", "safe.directory", path]
             git.out(add, cwd=Path(private))
@@ -438,14 +438,7 @@ def _check_work_tree(git: _Git, into: Path, head: str, stderr: str) -> None:
     """Every path of ``head``'s tree is in the work tree as the tree says (issue 19; see
     :mod:`repogym_action.worktree`)."""
     # Bytes: a name that is not UTF-8 must be looked up as it is.
-    listed = subprocess.run(
-        _git.command(["ls-tree", "-r", "-z", "--full-tree", head]),
-        cwd=into,
-        env=git.env,
-        capture_output=True,
-        timeout=LOCAL_TIMEOUT,
-        check=False,
-    )
+    listed = git.run_bytes(["ls-tree", "-r", "-z", "--full-tree", head], cwd=into)
     if listed.returncode != 0:
         reason = _reason(listed.stderr.decode(errors="replace"))
         raise CheckoutError(f"{into}: `git ls-tree` failed: {reason}")
