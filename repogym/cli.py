@@ -33,7 +33,7 @@ from repogym._process import (
     signals_interrupt,
 )
 from repogym._words import counted
-from repogym.errors import RepogymError, UsageError
+from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file
 from repogym.render import render
@@ -48,8 +48,6 @@ from repogym.report import (
 )
 from repogym.validate import validate
 
-EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_SIGNAL = 128  # plus the signal's number
 _COMMANDS = ("grade", "validate", "metrics", "demo")
 
 
@@ -160,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "it was and temporary files removed",
                     file=sys.stderr,
                 )
-                return EXIT_SIGNAL + signum
+                return exit_code(error)
             finally:
                 # --help and --version included: a closed pipe must show here, where it
                 # is caught, not in the interpreter's last flush.
@@ -168,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             # Whoever reads stdout is gone (`repogym metrics . | head -1`): stop quietly.
             discard_stdout()
-            return EXIT_SIGNAL + signal.SIGPIPE
+            return ExitCode.SIGNAL + signal.SIGPIPE
 
 
 def run_command(argv: Sequence[str] | None = None) -> int:
@@ -196,12 +194,12 @@ def run_command(argv: Sequence[str] | None = None) -> int:
     except RepogymError as error:
         for line in error.lines:
             print(f"repogym: error: {line}", file=sys.stderr)
-        return EXIT_ERROR
+        return exit_code(error)
     except BrokenPipeError:
         raise  # main() ends quietly
     except Exception as error:  # not the user's: exit 3, the traceback kept for a report
         print(f"repogym: internal error: {internal_error_line(error)}", file=sys.stderr)
-        return EXIT_INTERNAL
+        return exit_code(error)
 
 
 def _grade(args: argparse.Namespace) -> int:
@@ -242,7 +240,7 @@ def _grade(args: argparse.Namespace) -> int:
         raise UsageError(problem)
     for key, path in outputs:
         print(f"{_OUTPUTS[key].label}: {path}")
-    return EXIT_PASSED if result.passed else EXIT_FAILED
+    return ExitCode.PASSED if result.passed else ExitCode.FAILED
 
 
 def _error_report(error: Exception) -> dict[str, Any]:
@@ -300,7 +298,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{'ok' if ok else 'PROBLEM':<8} {text}")
     problems = sum(not ok for ok, _ in result.findings)
     print("VALID" if result.valid else f"INVALID: {counted(problems, 'problem')}")
-    return EXIT_PASSED if result.valid else EXIT_FAILED
+    return ExitCode.PASSED if result.valid else ExitCode.FAILED
 
 
 def _metrics(args: argparse.Namespace) -> int:
@@ -341,7 +339,7 @@ def _metrics(args: argparse.Namespace) -> int:
                 print(json.dumps(row))
             else:
                 print(f"{f.length:>6} {f.complexity:>10}  {f.path}:{f.line} {f.qualname}")
-    return EXIT_ERROR if problems else EXIT_PASSED
+    return ExitCode.ERROR if problems else ExitCode.PASSED
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -359,7 +357,7 @@ def _demo(args: argparse.Namespace) -> int:
             skip = skipped(repo)
             if skip is not None:
                 print(f"== {name}: skipped: {skip[0]}\n")
-                worst = max(worst, EXIT_ERROR if skip[1] else 0)
+                worst = max(worst, ExitCode.ERROR if skip[1] else 0)
                 continue
             print(f"== {name}: grading branch `submission` of {repo} against `main`")
             grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]

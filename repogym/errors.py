@@ -1,33 +1,54 @@
-"""The one error family of repogym.
+"""The one error tree of repogym, engine and Action, and the exit code of each error.
 
 Every failure that is the user's to fix (a bad task file, a ref that does not exist, a
-path outside the tree) raises a subclass of :class:`RepogymError`. The command line and
-the Action catch it in one place and print its message, one line per problem, never a
-traceback::
+path outside the tree, a workflow input) raises a subclass of :class:`RepogymError`. The
+command line and the Action each catch it in one place and print its message, one line
+per problem, never a traceback. The Action's errors subclass the engine's::
 
-    RepogymError
-    ├── TaskError        the task file: syntax, schema, values
-    ├── WorkspaceError   the work tree, refs, paths asked of a workspace
-    │   └── UnknownRef   a name that no commit answers to
-    ├── UsageError       command-line arguments
-    ├── JUnitError       a test report that is missing, too large, unsafe or malformed
-    │                    (the TestGrader turns it into a score of 0)
-    ├── EnvError         RepoEnv used out of order
-    ├── SandboxError     the machine's set-up keeps commands from running as another user,
-    │                    or that user from reaching a command's program or the copies
-    │                    (checked before grading: repogym._preflight)
-    ├── EngineError      the task's environment cannot be had: no Docker engine, no right
-    │                    to its socket, an image that cannot be pulled or built
-    └── CommandNotFound  a command's program is not on the PATH where it runs: the
-                         machine's or the environment's to fix, not the submission's
-                         (repogym._notfound)
+    RepogymError                    exit 2 (exit 3 when not users_to_fix)
+    ├── TaskError                   the task file: syntax, schema, values
+    ├── WorkspaceError              the work tree, refs, paths asked of a workspace
+    │   └── UnknownRef              a name that no commit answers to
+    ├── UsageError                  how repogym was called: arguments, inputs
+    │   ├── TemplateFilesError      a template directory (repogym.template_files)
+    │   ├── SettingsError           the Action's inputs (repogym_action.settings)
+    │   ├── CheckoutError           the workspace actions/checkout left, fetching the
+    │   │                           commits (repogym_action.checkout)
+    │   └── EventError              the event the run is for (repogym_action.event)
+    │       └── ArtifactError       a report uploaded for publish mode
+    │                               (repogym_action.publish_mode)
+    ├── JUnitError                  a test report that is missing, too large, unsafe or
+    │                               malformed (the TestGrader turns it into a score of 0)
+    ├── EnvError                    RepoEnv used out of order
+    ├── SandboxError                the machine's set-up keeps commands from running as
+    │                               another user, or that user from reaching a command's
+    │                               program or the copies (checked before grading:
+    │                               repogym._preflight)
+    ├── EngineError                 the task's environment cannot be had: no Docker
+    │                               engine, no right to its socket, an image that cannot
+    │                               be pulled or built
+    ├── CommandNotFound             a command's program is not on the PATH where it
+    │                               runs: the machine's or the environment's to fix, not
+    │                               the submission's (repogym._notfound)
+    └── ApiError                    GitHub's API refused or failed a request
+                                    (repogym_action.retry); not the user's to fix
+                                    (exit 3) when GitHub answered 5xx or not at all
 
-Every other exception is not the user's to fix (a bug, a broken repository, a full
-disk): the command line reports it in one line with exit code 3 and writes the
-traceback to a file (docs/errors in README.md, "Exit codes").
+Every other exception is not the user's to fix (a bug, a broken repository, a full disk):
+exit 3, in one line, with the traceback in a file (the command line) or folded in the log
+(the Action). A few exceptions are signals between two functions of one module and never
+leave it: ``SymlinkLoop`` and ``LinkInTree`` (an ``OSError``, as the write it stops
+would raise) in repogym._links, ``WaitTooLong`` in repogym_action.retry, the perf
+grader's ``_Failure`` and the environment's ``_BuildFailed``.
+
+:func:`exit_code` is the one mapping from an outcome to an exit code, for both programs
+(README, "Exit codes").
 """
 
 from __future__ import annotations
+
+import signal
+from enum import IntEnum
 
 # How an error quotes a log after its message, line by line (a Dockerfile's build log,
 # repogym.environment): a report keeps those lines apart, as the error's `log_tail`.
@@ -96,3 +117,24 @@ class EngineError(RepogymError):
     """The task's ``environment`` cannot be had: the Docker SDK is not installed, no
     engine answers, its socket is closed to this user, the image cannot be pulled, the
     Dockerfile does not build. Raised before any grading starts."""
+
+
+class ExitCode(IntEnum):
+    """What the command line and the Action exit with."""
+
+    PASSED = 0  # graded and passed (or nothing to do)
+    FAILED = 1  # graded and not passed
+    ERROR = 2  # an error the user can fix: a RepogymError
+    INTERNAL = 3  # repogym's, or a service's that a re-run may get past
+    SIGNAL = 128  # plus the signal's number: stopped by it
+
+
+def exit_code(error: BaseException) -> int:
+    """The exit code of a run that ``error`` ended: 2 for an error the user can fix, 3 for
+    one that is not theirs (a bug, or GitHub failing), 128 + the signal's number for an
+    interrupt (``signum``, SIGINT when it has none)."""
+    if isinstance(error, RepogymError):
+        return ExitCode.ERROR if error.users_to_fix else ExitCode.INTERNAL
+    if isinstance(error, KeyboardInterrupt):
+        return ExitCode.SIGNAL + getattr(error, "signum", signal.SIGINT)
+    return ExitCode.INTERNAL

@@ -37,6 +37,7 @@ import os
 import re
 import secrets
 import sys
+import traceback
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
@@ -213,6 +214,15 @@ class Commands:
         if self._in_group:
             self._in_group = False
             self._command("endgroup", "")
+
+    def internal_error(
+        self, error: BaseException, what: str, *, group: str = "repogym-action: traceback"
+    ) -> str:
+        """The one place a traceback is folded: ``error``'s traceback in a group of the log
+        called ``group``, and the line that says what failed (``what: Type: message``)."""
+        with self.group(group):
+            self.untrusted("".join(traceback.format_exception(error)))
+        return f"{what}: {type(error).__name__}: {error}"
 
     def line(self, text: str) -> None:
         """Lines of the log that we wrote, which may quote text from elsewhere (a report,

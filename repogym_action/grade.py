@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -87,9 +86,7 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
         message = report["error"]["message"]
         return Graded(report=report, seconds=time.monotonic() - started, error=message)
     except Exception as error:  # repogym's fault: the report says so, the log has the traceback
-        with out.group("repogym: traceback"):
-            out.untrusted(traceback.format_exc())
-        message = f"internal error: {type(error).__name__}: {error}"
+        message = out.internal_error(error, "internal error", group="repogym: traceback")
         report = error_report("internal", message, **known)
         return Graded(
             report=report, seconds=time.monotonic() - started, error=message, internal=True

@@ -30,12 +30,11 @@ import os
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from repogym._process import Interrupted, signals_interrupt
-from repogym.errors import RepogymError
+from repogym.errors import ExitCode, RepogymError, exit_code
 from repogym_action.commands import Commands
 from repogym_action.metadata import Mode
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings
@@ -43,9 +42,6 @@ from repogym_action.settings import RunContext, Settings, parse_context, parse_s
 if TYPE_CHECKING:
     from repogym_action.github import GitHub
     from repogym_action.grade import Graded
-
-EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_SIGNAL = 128  # plus the signal's number: a cancelled job
 
 
 USAGE = """\
@@ -68,22 +64,20 @@ def main() -> int:
     if sys.argv[1:]:
         if sys.argv[1:] in (["-h"], ["--help"]):
             sys.stdout.write(USAGE)
-            return EXIT_PASSED
+            return ExitCode.PASSED
         sys.stderr.write(
             f"repogym-action: error: it takes no arguments, not {' '.join(sys.argv[1:])!r}: "
             "the runner passes the inputs as INPUT_* variables (see `repogym-action --help`)\n"
         )
-        return EXIT_ERROR
+        return ExitCode.ERROR
     out = Commands()
     with signals_interrupt():
         try:
             try:
                 return run(os.environ, out)
             except Exception as error:  # a bug of ours: say so in one line, the traceback folded
-                with out.group("repogym-action: traceback"):
-                    out.untrusted(traceback.format_exc())
-                out.error(f"repogym-action failed: {type(error).__name__}: {error}")
-                return EXIT_INTERNAL
+                out.error(out.internal_error(error, "repogym-action failed"))
+                return exit_code(error)
         except KeyboardInterrupt as interrupt:  # before the API client, or after it closed
             return _cancelled(out, interrupt, None)
 
@@ -115,12 +109,10 @@ def run(env: Mapping[str, str], out: Commands) -> int:
             _complete_open_checks(github, out, error.lines[0])
             return _failed(out, error)
         except Exception as error:  # a bug of ours: one line, the traceback folded
-            with out.group("repogym-action: traceback"):
-                out.untrusted(traceback.format_exc())
-            line = f"repogym-action failed: {type(error).__name__}: {error}"
+            line = out.internal_error(error, "repogym-action failed")
             out.error(line)
             _complete_open_checks(github, out, line)
-            return EXIT_INTERNAL
+            return exit_code(error)
     except Interrupted as interrupt:  # the job was cancelled: a signal (main())
         return _cancelled(out, interrupt, github)
     finally:
@@ -163,7 +155,7 @@ def _cancelled(out: Commands, interrupt: KeyboardInterrupt, github: GitHub | Non
         elif done:
             said = "the check run is completed as cancelled"
     out.warning(f"repogym-action: cancelled ({name}); {said}")
-    return EXIT_SIGNAL + signum
+    return exit_code(interrupt)
 
 
 def _graded(
@@ -177,7 +169,7 @@ def _graded(
     if settings.mode is Mode.PUBLISH:
         graded = publish_uploaded(context, settings, github, out)
         if graded is None:
-            return EXIT_PASSED
+            return ExitCode.PASSED
         out.line(f"repogym-action: published {graded.summary_line}")
         return _exit_code(graded, settings, out)
     target = read_target(
@@ -192,7 +184,7 @@ def _graded(
             f"repogym-action grades the events {', '.join(SUPPORTED_EVENTS)}; "
             f"{context.event_name} is not one of them, so there is nothing to grade"
         )
-        return EXIT_PASSED
+        return ExitCode.PASSED
     publication = Publication(context=context, settings=settings, target=target, github=github)
     publication.start(out)
     graded = grade_target(context, settings, target, out)
@@ -209,17 +201,17 @@ def _exit_code(graded: Graded, settings: Settings, out: Commands | None = None) 
     if graded.error is not None:
         if out is not None:
             out.error(graded.error)
-        return EXIT_INTERNAL if graded.internal else EXIT_ERROR
+        return ExitCode.INTERNAL if graded.internal else ExitCode.ERROR
     if graded.passed or not settings.fail:
-        return EXIT_PASSED
-    return EXIT_FAILED
+        return ExitCode.PASSED
+    return ExitCode.FAILED
 
 
 def _failed(out: Commands, error: RepogymError) -> int:
     """Exit 2 for an error the workflow's author can fix, 3 for one GitHub made."""
     for line in error.lines:
         out.error(line)
-    return EXIT_ERROR if error.users_to_fix else EXIT_INTERNAL
+    return exit_code(error)
 
 
 if __name__ == "__main__":
