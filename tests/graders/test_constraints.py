@@ -804,7 +804,9 @@ def test_hidden_tests_from_elsewhere_are_protected_where_injected(
         }
     ]
     graders = CompositeGrader.from_task(workspace.task, hidden=hidden).graders
-    assert [getattr(g, "hidden", None) for g in graders] == [hidden, None]
+    # One constructor: every built-in grader is handed them (the quality grader ignores them).
+    assert [type(g).__name__ for g in graders] == ["ConstraintGrader", "QualityGrader"]
+    assert [getattr(g, "hidden", None) for g in graders] == [hidden, hidden]
     assert ConstraintGrader(hidden=str(hidden)).grade(workspace).details == component.details
 
 
