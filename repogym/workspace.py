@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import Literal, cast
 
 from repogym import _baselines, _git
 from repogym._container import ContainerRunner
@@ -28,13 +29,18 @@ from repogym.errors import UsageError, WorkspaceError
 from repogym.runner import Runner
 from repogym.task import Task, TaskSource, load_task
 
+# git's status letters for a change: added, modified, deleted, type changed (a file that
+# became a link, or the other way round).
+ChangeStatus = Literal["A", "M", "D", "T"]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileChange:
-    """One path the submission changed: ``status`` is git's A, M, D or T."""
+    """One path the submission changed: ``status`` is git's letter for it (renames are
+    off: a rename is a deletion and an addition)."""
 
     path: str
-    status: str
+    status: ChangeStatus
     added: int
     removed: int
     binary: bool
@@ -300,11 +306,11 @@ def _through_link(snapshot: Snapshot, path: str) -> bool:
 def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
     """Parse ``git diff --raw --numstat -z``: raw records first, then numstat records."""
     fields = out.decode("utf-8", "surrogateescape").split("\0")
-    status: dict[str, str] = {}
+    status: dict[str, ChangeStatus] = {}
     changes: dict[str, FileChange] = {}
     i = 0
     while i < len(fields) and fields[i].startswith(":"):
-        status[fields[i + 1]] = fields[i].split()[-1][0]
+        status[fields[i + 1]] = cast(ChangeStatus, fields[i].split()[-1][0])
         i += 2
     while i + 1 < len(fields) and fields[i]:
         added, removed, path = fields[i].split("\t", 2)

@@ -18,11 +18,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
 from repogym.errors import UsageError
 
-SUPPORTED_EVENTS = ("pull_request", "pull_request_target", "workflow_dispatch", "merge_group")
+# The events the Action grades on, and the one publish mode runs on.
+GradedEvent = Literal["pull_request", "pull_request_target", "workflow_dispatch", "merge_group"]
+Event = GradedEvent | Literal["workflow_run"]
+SUPPORTED_EVENTS: tuple[GradedEvent, ...] = get_args(GradedEvent)
 
 # The names a workflow_dispatch input carrying the pull request number may have.
 DISPATCH_INPUTS = ("pull-request", "pull_request", "pr", "number")
@@ -57,7 +60,7 @@ class PullRequest:
 class Target:
     """What this run grades: ``head_sha`` against ``base_ref`` (``base_sha``)."""
 
-    event: str  # one of SUPPORTED_EVENTS
+    event: Event
     pull: PullRequest | None  # None for merge_group
     base_ref: str  # a branch name (``main``), or what the `base` input says
     # None when the `base` input names the base: the checkout resolves it on origin.
@@ -95,7 +98,7 @@ def read_target(
     else:
         pull = _pull(event_name, event_path, pull_number, fetch_pull)
         target = Target(
-            event=event_name,
+            event=cast(GradedEvent, event_name),
             pull=pull,
             base_ref=pull.base_ref,
             base_sha=pull.base_sha,

@@ -28,7 +28,7 @@ import logging
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from github import Auth, Github, GithubException
 from github.CheckRun import CheckRun
@@ -55,6 +55,8 @@ CANCEL_TIMEOUT = 3
 ACTIONS_BOT = "github-actions[bot]"
 
 T = TypeVar("T")
+# How a check run this Action makes is completed.
+Conclusion = Literal["success", "failure", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +236,7 @@ class GitHub:
         self,
         check: CheckRef,
         *,
-        conclusion: str,
+        conclusion: Conclusion,
         title: str,
         summary: str,
         text: str,
@@ -271,7 +273,7 @@ class GitHub:
         self._open = [o for o in self._open if o.ref is None or o.ref.id != check.id]
 
     @staticmethod
-    def _complete(run: CheckRun, conclusion: str, output: dict[str, Any]) -> None:
+    def _complete(run: CheckRun, conclusion: Conclusion, output: dict[str, Any]) -> None:
         done = datetime.datetime.now(datetime.timezone.utc)
         call_api(
             "complete check run",
@@ -281,7 +283,7 @@ class GitHub:
         )
 
     def cancel_checks(
-        self, *, title: str, summary: str, conclusion: str = "cancelled"
+        self, *, title: str, summary: str, conclusion: Conclusion = "cancelled"
     ) -> tuple[int, list[str]]:
         """Complete every check run this client started and has not completed as
         ``cancelled`` (or ``conclusion``: ``failure`` after an error nothing else caught,
@@ -320,7 +322,7 @@ class GitHub:
 
     @staticmethod
     def _cancel_one(
-        repo: Any, opened: _OpenCheck, title: str, summary: str, conclusion: str
+        repo: Any, opened: _OpenCheck, title: str, summary: str, conclusion: Conclusion
     ) -> int:
         """``opened`` completed as ``conclusion``: 1, or 0 when it turns out never made."""
         if opened.ref is not None:

@@ -33,7 +33,7 @@ from repogym.report import error_report, to_json, write_atomic
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import PullRequest, Target
-from repogym_action.github import CheckRef, GitHub, comment_marker
+from repogym_action.github import CheckRef, Conclusion, GitHub, comment_marker
 from repogym_action.grade import Graded
 from repogym_action.retry import ApiError
 from repogym_action.settings import CommentMode, RunContext, Settings
@@ -245,7 +245,7 @@ def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None
         summary += (
             f"\n{left} more findings with a file are not annotations here; the report has them.\n"
         )
-    conclusion = "success" if graded.passed else "failure"
+    conclusion: Conclusion = "success" if graded.passed else "failure"
     title = one_line(graded.summary_line, 255) or "repogym"
     retargeted = _retargeted(p)
     if retargeted is not None:
