@@ -22,7 +22,7 @@ from repogym import __version__
 from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
-from repogym.report_schema import LINE_BREAKING, REPORT_VERSION, ErrorKind
+from repogym.report_schema import LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -30,13 +30,21 @@ if TYPE_CHECKING:
 _BREAKS = re.compile(f"[{LINE_BREAKING}]+")
 
 
-def report_dict(grading: Grading) -> dict[str, Any]:
-    """Everything the grade used and found, as JSON-ready data (docs/report.md)."""
+def report_model(grading: Grading) -> Report:
+    """Everything the grade used and found, as the report's model (docs/report.md): the
+    one schema the report is built by, read back by and rendered from
+    (:mod:`repogym.report_schema`). Built from the grade's own values (its components are
+    read by attribute), so it is checked as it is made: a component whose message is over
+    the schema's bounds fails here, not in the hands of a later reader."""
     task = grading.task
-    return {
-        "version": REPORT_VERSION,
-        "tool": {"name": "repogym", "version": __version__},
-        **grading.result.to_dict(),
+    result = grading.result
+    built = {
+        "tool": {"version": __version__},
+        "score": result.score,
+        "passed": result.passed,
+        "summary": result.summary(),
+        "components": result.components,
+        "files_changed": result.files_changed,
         "base": {"ref": grading.base_ref, "sha": grading.base},
         "merge_base": {"sha": grading.merge_base},
         "head": {"sha": grading.head},
@@ -49,6 +57,14 @@ def report_dict(grading: Grading) -> dict[str, Any]:
         },
         "environment": grading.environment,
     }
+    return Report.model_validate(built, strict=False, from_attributes=True)
+
+
+def report_dict(grading: Grading) -> dict[str, Any]:
+    """:func:`report_model` as JSON-ready data, without ``error`` (a grade that finished)."""
+    data = report_model(grading).model_dump(mode="python")
+    del data["error"]
+    return data
 
 
 def _hidden_tests(grading: Grading) -> str | None:

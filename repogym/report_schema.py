@@ -15,18 +15,21 @@ version), bounded by the size of the file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StringConstraints,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     ValidationError,
     model_validator,
 )
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
 from repogym.errors import UsageError
 from repogym.models import Level, Role
@@ -46,10 +49,66 @@ MAX_PROBLEMS = 10  # lines of problems shown; the rest are counted
 # What a one-line string may not hold: line breaks and control characters.
 LINE_BREAKING = "\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029"
 _ONE_LINE = f"^[^{LINE_BREAKING}]*$"
-Name = Annotated[str, StringConstraints(max_length=MAX_NAME, pattern=_ONE_LINE)]
-PathText = Annotated[str, StringConstraints(max_length=MAX_PATH)]
-Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
-OneLine = Annotated[str, StringConstraints(max_length=MAX_TEXT, pattern=_ONE_LINE)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Bounded:
+    """A string's bounds, checked in Python rather than by pydantic's own constraints,
+    which refuse any string that holds a lone surrogate: the undecodable bytes of a file
+    name, which the report keeps as they are (JSON's ``\\udcff``) so that the name reads
+    back as it was. The errors and the JSON schema are those of pydantic's constraints."""
+
+    max_length: int
+    one_line: bool = False
+    min_length: int = 0
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        json_schema: dict[str, Any] = {"maxLength": self.max_length}
+        if self.min_length:
+            json_schema["minLength"] = self.min_length
+        if self.one_line:
+            json_schema["pattern"] = _ONE_LINE
+        json_schema["type"] = "string"
+        return json_schema
+
+    def check(self, value: str) -> str:
+        if len(value) > self.max_length:
+            raise PydanticCustomError(
+                "string_too_long",
+                "String should have at most {max_length} character{expected_plural}",
+                {"max_length": self.max_length, "expected_plural": _plural(self.max_length)},
+            )
+        if len(value) < self.min_length:
+            raise PydanticCustomError(
+                "string_too_short",
+                "String should have at least {min_length} character{expected_plural}",
+                {"min_length": self.min_length, "expected_plural": _plural(self.min_length)},
+            )
+        if self.one_line and _ONE_LINE_TEXT.fullmatch(value) is None:
+            raise PydanticCustomError(
+                "string_pattern_mismatch",
+                "String should match pattern '{pattern}'",
+                {"pattern": _ONE_LINE},
+            )
+        return value
+
+
+def _plural(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+_ONE_LINE_TEXT = re.compile(f"[^{LINE_BREAKING}]*")
+Name = Annotated[str, _Bounded(MAX_NAME, one_line=True)]
+PathText = Annotated[str, _Bounded(MAX_PATH)]
+Text = Annotated[str, _Bounded(MAX_TEXT)]
+OneLine = Annotated[str, _Bounded(MAX_TEXT, one_line=True)]
 Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 LineNumber = Annotated[int, Field(ge=1)]
@@ -115,7 +174,7 @@ class Finding(_Model):
 
 
 class Component(_Model):
-    name: Annotated[Name, StringConstraints(min_length=1)]
+    name: Annotated[str, _Bounded(MAX_NAME, one_line=True, min_length=1)]
     role: Annotated[Role, Field(strict=False)]  # its value: "objective" or "gate"
     score: Score
     passed: bool
