@@ -36,16 +36,9 @@ from repogym._words import counted
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file
+from repogym.outputs import output_problems, write_outputs
 from repogym.render import render
-from repogym.report import (
-    error_report,
-    output_problems,
-    report_dict,
-    text_table,
-    to_json,
-    user_error_report,
-    write_outputs,
-)
+from repogym.report import error_report, report_dict, text_table, to_json, user_error_report
 from repogym.validate import validate
 
 _COMMANDS = ("grade", "validate", "metrics", "demo")

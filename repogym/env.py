@@ -28,7 +28,7 @@ from repogym.environment import prepare
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
-from repogym.report import write_atomic
+from repogym.outputs import write_atomic
 from repogym.runner import CommandResult, Runner, check_timeout
 from repogym.task import TaskSource, load_task
 from repogym.workspace import Workspace, clone_at

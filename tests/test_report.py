@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 
 from repogym.models import GradeComponent, GradeResult
+from repogym.outputs import PendingWrite, output_problems, write_atomic, write_outputs
 from repogym.render import render
-from repogym.report import (
-    PendingWrite,
-    output_problems,
-    text_table,
-    to_json,
-    write_atomic,
-    write_outputs,
-)
+from repogym.report import text_table, to_json
 
 
 @pytest.fixture
@@ -139,7 +133,7 @@ def test_character_device_is_written_to_not_replaced(tmp_path: Path) -> None:
 WRITE_TO_STDOUT = """\
 import sys
 from pathlib import Path
-from repogym.report import write_atomic
+from repogym.outputs import write_atomic
 print("before")
 write_atomic(Path(sys.argv[1]), "the report\\n")
 print("after")

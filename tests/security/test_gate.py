@@ -17,7 +17,7 @@ import pytest
 from repogym.cli import main
 from repogym.errors import TaskError
 from repogym.graders.constraints import is_compiled, readings
-from repogym.report import PendingWrite, write_outputs
+from repogym.outputs import PendingWrite, write_outputs
 from repogym.task import parse_task
 from tests.conftest import Repo
 
