@@ -40,7 +40,7 @@ from typing import Any
 
 from _common import GIT_ENV, best_of, expect
 
-import repogym._git
+import repogym.tree.git
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 
@@ -266,9 +266,9 @@ def check(sub: Submission) -> None:
 
 @contextmanager
 def git_timings() -> Iterator[dict[str, float]]:
-    """Wall time spent in each ``repogym._git.git`` subcommand while the block runs."""
+    """Wall time spent in each ``repogym.tree.git.git`` subcommand while the block runs."""
     spent: dict[str, float] = defaultdict(float)
-    original = repogym._git.git
+    original = repogym.tree.git.git
 
     def timed(args: Sequence[str], cwd: Path, **kwargs: Any) -> bytes:
         start = time.perf_counter()
@@ -277,11 +277,11 @@ def git_timings() -> Iterator[dict[str, float]]:
         finally:
             spent[args[0]] += time.perf_counter() - start
 
-    repogym._git.git = timed
+    repogym.tree.git.git = timed
     try:
         yield spent
     finally:
-        repogym._git.git = original
+        repogym.tree.git.git = original
 
 
 def breakdown(sub: Submission, rounds: int) -> None:

@@ -13,7 +13,7 @@ once (Debian's pytest; through the host's network, as the tests' images are buil
    whose own speed is not the environment's. A runner's first command includes the
    tree's copy-in and what of the keeper's start it waits for (the keeper starts beside
    it, in a thread: its phases are shown as ``beside``); each phase is timed by wrapping
-   the calls of repogym._container and repogym._command. Targets: at most 0.5 s extra
+   the calls of repogym.container.runner and repogym.container.command. Targets: at most 0.5 s extra
    per command on the example, 1.5 s on the large tree, for the first command and for
    later ones. The large tree's copy-in is
    also timed alone both ways: tar in a container of the image (the runner's way from
@@ -58,16 +58,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import GIT_ENV, expect, half_load
 
 import repogym
-from repogym import _command, _container, grading
-from repogym._container import ContainerRunner
+from repogym import grading
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym._engine import connect
-from repogym._store import copies_dir
+from repogym.container import command as _command
+from repogym.container import runner as _container
+from repogym.container.engine import connect
+from repogym.container.runner import ContainerRunner
 from repogym.environment import prepare
 from repogym.errors import EngineError
 from repogym.graders.perf import PerfGrader
 from repogym.runner import CommandResult, Runner
 from repogym.task import parse_task
+from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace
 
 BASE = "repogym-base:bookworm"

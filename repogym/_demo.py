@@ -13,10 +13,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from repogym import _git
 from repogym.environment import prepare
 from repogym.errors import EngineError, UsageError
 from repogym.task import load_task
+from repogym.tree import git as _git
 
 
 def _examples() -> Path:

@@ -23,15 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
-from repogym import __version__, _git
+from repogym import __version__
 from repogym._demo import build_example_repo, example_names, skipped
-from repogym._process import (
-    Interrupted,
-    discard_stdout,
-    internal_error_line,
-    lenient_streams,
-    signals_interrupt,
-)
 from repogym._words import counted
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
@@ -39,6 +32,14 @@ from repogym.metrics import measure_file
 from repogym.outputs import output_problems, write_outputs
 from repogym.render import render
 from repogym.report import error_report, report_dict, text_table, to_json, user_error_report
+from repogym.sandbox.process import (
+    Interrupted,
+    discard_stdout,
+    internal_error_line,
+    lenient_streams,
+    signals_interrupt,
+)
+from repogym.tree import git as _git
 from repogym.validate import validate
 
 _COMMANDS = ("grade", "validate", "metrics", "demo")

@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from repogym import _git
-from repogym._container import AnyRunner, ContainerRunner
-from repogym._links import LinkInTree, open_regular
 from repogym._words import counted
+from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.environment import prepare
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
@@ -31,6 +29,8 @@ from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
 from repogym.runner import CommandResult, Runner, check_timeout
 from repogym.task import TaskSource, load_task
+from repogym.tree import git as _git
+from repogym.tree.links import LinkInTree, open_regular
 from repogym.workspace import Workspace, clone_at
 
 DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise

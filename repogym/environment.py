@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from repogym import _git
-from repogym._container import ContainerRunner
-from repogym._engine import connect, docker_module
+from repogym.container.engine import connect, docker_module
+from repogym.container.runner import ContainerRunner
 from repogym.errors import LOG_LINE, EngineError
 from repogym.task import Task
 from repogym.task._environment import EnvironmentConfig
+from repogym.tree import git as _git
 
 How = Literal["built", "reused", "pulled", "local"]
 BUILD_LOG_LINES = 20  # lines of a failed build's log an error shows

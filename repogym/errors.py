@@ -23,13 +23,13 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     ├── SandboxError                the machine's set-up keeps commands from running as
     │                               another user, or that user from reaching a command's
     │                               program or the copies (checked before grading:
-    │                               repogym._preflight)
+    │                               repogym.sandbox.preflight)
     ├── EngineError                 the task's environment cannot be had: no Docker
     │                               engine, no right to its socket, an image that cannot
     │                               be pulled or built
     ├── CommandNotFound             a command's program is not on the PATH where it
     │                               runs: the machine's or the environment's to fix, not
-    │                               the submission's (repogym._notfound)
+    │                               the submission's (repogym.sandbox.notfound)
     └── ApiError                    GitHub's API refused or failed a request
                                     (repogym_action.retry); not the user's to fix
                                     (exit 3) when GitHub answered 5xx or not at all
@@ -38,7 +38,7 @@ Every other exception is not the user's to fix (a bug, a broken repository, a fu
 exit 3, in one line, with the traceback in a file (the command line) or folded in the log
 (the Action). A few exceptions are signals between two functions of one module and never
 leave it: ``SymlinkLoop`` and ``LinkInTree`` (an ``OSError``, as the write it stops
-would raise) in repogym._links, ``WaitTooLong`` in repogym_action.retry, the perf
+would raise) in repogym.tree.links, ``WaitTooLong`` in repogym_action.retry, the perf
 grader's ``_Failure`` and the environment's ``_BuildFailed``.
 
 :func:`exit_code` is the one mapping from an outcome to an exit code, for both programs
@@ -49,6 +49,22 @@ from __future__ import annotations
 
 import signal
 from enum import IntEnum
+
+__all__ = [
+    "LOG_LINE",
+    "CommandNotFound",
+    "EngineError",
+    "EnvError",
+    "ExitCode",
+    "JUnitError",
+    "RepogymError",
+    "SandboxError",
+    "TaskError",
+    "UnknownRef",
+    "UsageError",
+    "WorkspaceError",
+    "exit_code",
+]
 
 # How an error quotes a log after its message, line by line (a Dockerfile's build log,
 # repogym.environment): a report keeps those lines apart, as the error's `log_tail`.

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym import _git, _preflight
 from repogym import progress as _progress
 from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
 from repogym.progress import Progress
+from repogym.sandbox import preflight as _preflight
 from repogym.task import Task, TaskSource, load_task
+from repogym.tree import git as _git
 from repogym.workspace import Workspace, files_under
 
 

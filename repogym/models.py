@@ -9,6 +9,17 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
+__all__ = [
+    "MAX_FINDINGS",
+    "Finding",
+    "GradeComponent",
+    "GradeResult",
+    "Level",
+    "Role",
+    "capped_findings",
+    "format_score",
+]
+
 Level = Literal["failure", "warning", "notice"]
 
 # Findings a built-in grader puts on one component: two requests of GitHub's 50

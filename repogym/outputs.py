@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from repogym._links import LinkInTree, inside, link_on_the_way, open_directory
+from repogym.tree.links import LinkInTree, inside, link_on_the_way, open_directory
+
+__all__ = [
+    "PendingWrite",
+    "output_problems",
+    "tree_problem",
+    "write_atomic",
+    "write_outputs",
+]
 
 
 def write_atomic(path: Path, text: str | bytes, *, tree: Path | None = None) -> None:
@@ -43,7 +51,7 @@ class PendingWrite:
 
     ``tree`` is the graded work tree, whose symlinks the submission
     controls: a path that a symlink in it would redirect, or that is in it and not a
-    regular file, raises :class:`~repogym._links.LinkInTree`; in it, the directories are
+    regular file, raises :class:`~repogym.tree.links.LinkInTree`; in it, the directories are
     opened one by one without following a symlink, and the temporary file is created and
     renamed through them, so that a link planted later is not followed either.
 

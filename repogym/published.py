@@ -26,6 +26,18 @@ from typing import Any
 
 from repogym._words import counted, shown_path
 
+__all__ = [
+    "BUILT_IN",
+    "MAX_NAMED",
+    "NON_ZERO",
+    "NOT_SHOWN",
+    "OUTPUT_NOT_SHOWN",
+    "PASSED",
+    "RUN_NOTHING",
+    "hidden_ran",
+    "published",
+]
+
 NOT_SHOWN = "not shown: hidden tests ran"
 # As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
 # that the renderer's process starts without the graders (repogym.render_process).

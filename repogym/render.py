@@ -33,6 +33,19 @@ from repogym.errors import UsageError
 from repogym.published import published
 from repogym.report_schema import template_view
 
+__all__ = [
+    "DETAILS",
+    "LINKS",
+    "MAX_BYTES",
+    "TEMPLATES",
+    "Detail",
+    "code",
+    "fence",
+    "md",
+    "render",
+    "score",
+]
+
 # GitHub's smallest limit among the texts the templates are for: a check run's summary
 # holds 65535 characters (a PR comment 65536, a job summary 1 MiB).
 MAX_BYTES = 65535

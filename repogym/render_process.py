@@ -30,6 +30,12 @@ from typing import Any
 from repogym.errors import UsageError
 from repogym.render import render
 
+__all__ = [
+    "MEMORY",
+    "SECONDS",
+    "render_texts",
+]
+
 SECONDS = 15.0  # for all the texts of one publication; they take milliseconds each
 MEMORY = 1024 * 1024 * 1024  # bytes of address space for the child
 _STARTED = "rendering "

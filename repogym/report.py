@@ -18,6 +18,16 @@ from repogym.report_schema import LINE_BREAKING, REPORT_VERSION, ErrorKind, Repo
 if TYPE_CHECKING:
     from repogym.grading import Grading
 
+__all__ = [
+    "error_report",
+    "report_dict",
+    "report_model",
+    "show_undecodable",
+    "text_table",
+    "to_json",
+    "user_error_report",
+]
+
 _BREAKS = re.compile(f"[{LINE_BREAKING}]+")
 
 

@@ -34,6 +34,35 @@ from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 from repogym.errors import UsageError
 from repogym.models import Level, Role
 
+__all__ = [
+    "GRADE_KEYS",
+    "LINE_BREAKING",
+    "MAX_NAME",
+    "MAX_PATH",
+    "MAX_PROBLEMS",
+    "MAX_TEXT",
+    "REPORT_VERSION",
+    "Base",
+    "Commit",
+    "Component",
+    "Error",
+    "ErrorKind",
+    "Finding",
+    "LineNumber",
+    "Name",
+    "OneLine",
+    "PathText",
+    "Report",
+    "Score",
+    "Task",
+    "Text",
+    "Tool",
+    "Weight",
+    "problems",
+    "shown",
+    "template_view",
+]
+
 # Version 2 (issue 8): `base.sha` is the base's own sha, the merge base is `merge_base`
 # (version 1 had the merge base in `base.sha`), components carry `findings`, and an
 # `error` report stands for a grade that could not finish.

@@ -16,7 +16,7 @@ One place, so that every untrusted command gets the same treatment:
 
 With ``Runner(sandbox=True)`` each run also gets a user of its own when repogym is root,
 a throwaway HOME and TMPDIR, limits, and a clean-up of every process and file of that
-user (:mod:`repogym._sandbox`); the trees a command must write are named by
+user (:mod:`repogym.sandbox.users`); the trees a command must write are named by
 ``run(..., writable=[tree])``, the trees it must only read are made so by
 :meth:`Runner.lock`.
 """
@@ -36,8 +36,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from repogym import _reaper, _sandbox, progress
-from repogym._process import leave_stop_signals_to_the_main_thread
+from repogym import progress
+from repogym.sandbox import reaper as _reaper
+from repogym.sandbox import users as _sandbox
+from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
+
+__all__ = [
+    "DEFAULT_OUTPUT_CAP",
+    "MAX_TIMEOUT",
+    "OUTPUT_GRACE",
+    "POLL_SLICE",
+    "SAFE_VARIABLES",
+    "CommandResult",
+    "Runner",
+    "check_timeout",
+    "keep_tail",
+]
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -104,7 +118,7 @@ class Runner:
     """Runs untrusted shell commands; see the module docstring.
 
     ``sandbox`` (on by default; ``REPOGYM_SANDBOX=off`` turns it off): as root, each
-    run is a uid of its own (:mod:`repogym._sandbox`), which can write only what it is
+    run is a uid of its own (:mod:`repogym.sandbox.users`), which can write only what it is
     given: ``run(..., writable=[tree])`` hands ``tree`` to that uid for the run (chown,
     before the command starts) and nothing else is chowned, so the trees made by the
     grader stay the grader's and, with :meth:`lock`, read-only to it.
@@ -141,7 +155,7 @@ class Runner:
         ``writable``: trees the command must write, handed to its user for the run when
         that is a sandbox user (root, ``sandbox=True``); they stay that user's after it.
         ``collect`` (the trees the grader reads afterwards) and ``network`` (the command
-        is the task's ``setup``) matter to a :class:`repogym._container.ContainerRunner`
+        is the task's ``setup``) matter to a :class:`repogym.container.runner.ContainerRunner`
         only: here the trees are the host's and the network is the machine's.
         """
         check_timeout(timeout)

@@ -25,8 +25,16 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from repogym import _git
 from repogym.errors import UsageError
+from repogym.tree import git as _git
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_FILES",
+    "TemplateFilesError",
+    "templates_at",
+    "templates_in",
+]
 
 MAX_FILES = 200
 MAX_BYTES = 1024 * 1024

@@ -16,15 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repogym import _git
-from repogym._globs import compile_globs, matching
-from repogym._testids import escape_controls
 from repogym._words import counted
 from repogym.errors import RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
+from repogym.junit.testids import escape_controls
 from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task, TaskSource, load_task
+from repogym.tree import git as _git
+from repogym.tree.globs import compile_globs, matching
 from repogym.workspace import clone_at, files_under
 
 

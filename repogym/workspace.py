@@ -1,6 +1,6 @@
 """A submission (a git work tree as it is now) and its baseline (a commit).
 
-The work tree is read once into a snapshot (repogym._snapshot): tracked files, and
+The work tree is read once into a snapshot (repogym.tree.snapshot): tracked files, and
 untracked ones that are not ignored, as git lists them. Everything else is computed with
 git plumbing on that snapshot in a private store, so grading never changes the
 repository's index, refs, objects or files, and what the constraints check is exactly
@@ -20,14 +20,15 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Literal, cast
 
-from repogym import _baselines, _git
-from repogym._container import ContainerRunner
-from repogym._snapshot import Snapshot, inside
-from repogym._store import Entry, Store, checkout, tree_entries
+from repogym.container.runner import ContainerRunner
 from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.runner import Runner
 from repogym.task import Task, TaskSource, load_task
+from repogym.tree import baselines as _baselines
+from repogym.tree import git as _git
+from repogym.tree.snapshot import Snapshot, inside
+from repogym.tree.store import Entry, Store, checkout, tree_entries
 
 # git's status letters for a change: added, modified, deleted, type changed (a file that
 # became a link, or the other way round).
@@ -58,7 +59,7 @@ class Workspace:
 
     The submission is read once, by :meth:`snapshot`, before any of its code runs: from
     then on the diff, the file list, every file read and every copy the commands run in
-    come from that snapshot, never from the work tree again (see repogym._snapshot).
+    come from that snapshot, never from the work tree again (see repogym.tree.snapshot).
     ``leave_out`` names untracked files that are not the submission's (the reports this
     grade writes into the tree): the snapshot does not take them.
     """
@@ -369,7 +370,7 @@ def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = Non
     """The files of ``commit`` in a new private directory (no ``.git``) under ``where``
     (default: the temporary directory), removed at exit.
 
-    Checked out through a private store (repogym._store): no config, filter or
+    Checked out through a private store (repogym.tree.store): no config, filter or
     attribute of the repository's converts a byte.
     """
     holder = Path(tempfile.mkdtemp(prefix=prefix, dir=where))

@@ -32,8 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym import _git
 from repogym.errors import RepogymError, UsageError
+from repogym.tree.git import run as run_git
 from repogym_action.event import Target
 from repogym_action.worktree import unlike_its_tree
 
@@ -135,7 +135,7 @@ def _base_input_sha(target: Target) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Git:
-    """The engine's git (:func:`repogym._git.run`) bound to the workspace, the runner's
+    """The engine's git (:func:`repogym.tree.git.run`) bound to the workspace, the runner's
     environment that git is given (``passed``) and our global ``config``; output as text."""
 
     workspace: Path
@@ -156,7 +156,7 @@ class _Git:
         where = cwd or self.workspace
         own = {"GIT_CONFIG_GLOBAL": str(self.config)}
         try:
-            return _git.run(args, where, base=self.passed, env=own, timeout=timeout)
+            return run_git(args, where, base=self.passed, env=own, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise CheckoutError(
                 f"{where}: `git {args[0]}` took longer than {timeout:.0f} s; "
@@ -228,7 +228,7 @@ def _close_credentials(git: _Git) -> None:
     """Make each config file that holds a credential (the workspace's ``.git/config``,
     the file under RUNNER_TEMP that actions/checkout v6 includes) readable by its owner
     only. actions/checkout writes them readable by all; the submission's commands run
-    as another user (repogym._sandbox) and must not read the token there. They stay so:
+    as another user (repogym.sandbox.users) and must not read the token there. They stay so:
     the runner's later steps run as their owner, and a file with a token in it is its
     owner's alone."""
     listed = ["config", "--null", "--show-origin", "--name-only", "--get-regexp"]

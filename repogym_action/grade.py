@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import repogym
-from repogym._git import git, tree_entry
 from repogym.errors import RepogymError
 from repogym.report import error_report, report_dict, user_error_report
 from repogym.template_files import TemplateFilesError, templates_at, templates_in
+from repogym.tree.git import git, tree_entry
 from repogym_action.checkout import Checkout, prepare
 from repogym_action.commands import Commands
 from repogym_action.event import Target

@@ -14,7 +14,7 @@ Cancelled: when GitHub cancels the job (``concurrency: cancel-in-progress``, the
 button) the runner signals the step, SIGINT then SIGTERM, and kills it a few seconds
 later; for this container action the ``docker run`` CLI passes the signals in. The first
 SIGINT, SIGTERM or SIGHUP stops the run where it is, as the ``repogym`` command stops
-(:func:`repogym._process.signals_interrupt`): every ``finally`` runs, so the commands of
+(:func:`repogym.sandbox.process.signals_interrupt`): every ``finally`` runs, so the commands of
 the grade are killed and the private clone removed. Then the check run, when this run
 started one and has not completed it, is completed as ``cancelled`` (no verdict) with one
 PATCH that waits for nothing (:meth:`GitHub.cancel_checks`); nothing else is posted or
@@ -33,8 +33,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from repogym._process import Interrupted, signals_interrupt
 from repogym.errors import ExitCode, RepogymError, exit_code
+from repogym.sandbox.process import Interrupted, signals_interrupt
 from repogym_action.commands import Commands
 from repogym_action.metadata import Mode
 from repogym_action.settings import RunContext, Settings, parse_context, parse_settings

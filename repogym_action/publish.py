@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from repogym._links import LinkInTree
 from repogym.errors import RepogymError
 from repogym.models import format_score
 from repogym.outputs import write_atomic
@@ -31,6 +30,7 @@ from repogym.published import published
 from repogym.render import code, md
 from repogym.render_process import render_texts
 from repogym.report import error_report, to_json
+from repogym.tree.links import LinkInTree
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import PullRequest, Target

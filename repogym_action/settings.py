@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repogym._links import inside, link_on_the_way
 from repogym.errors import UsageError
+from repogym.tree.links import inside, link_on_the_way
 from repogym_action.metadata import (
     FALSE_VALUES,
     INPUTS,

@@ -132,3 +132,32 @@ def test_every_public_name_imports_from_its_module() -> None:
         home = getattr(value, "__module__", None)
         if home is not None:
             assert getattr(importlib.import_module(home), name) is value
+
+
+def _glue_imports() -> list[tuple[str, str, str]]:
+    """(glue file, engine module, name) for every engine name the Action imports."""
+    found = []
+    for path in sorted((PACKAGE.parent / "repogym_action").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("repogym."):
+                found += [(path.name, node.module or "", alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "repogym":
+                found += [(path.name, "repogym", alias.name) for alias in node.names]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id == "repogym":
+                    found.append((path.name, "repogym", node.attr))
+    return found
+
+
+def test_the_action_uses_only_the_engine_s_public_names() -> None:
+    # The glue is the engine's first user: every name it takes is in the `__all__` of a
+    # module whose path has no private part (issue 21).
+    found = _glue_imports()
+    assert len(found) > 20
+    wrong = []
+    for where, module, name in found:
+        loaded = importlib.import_module(module)
+        private = any(part.startswith("_") for part in module.split("."))
+        if private or name not in getattr(loaded, "__all__", ()):
+            wrong.append(f"{where}: {module}.{name}")
+    assert wrong == []

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repogym._git import git
+from repogym.tree.git import git
 from repogym.workspace import PATCH_BLOB_LIMIT, Workspace
 from tests.conftest import Repo
 

@@ -1,5 +1,5 @@
 """A command whose program is not found is an error of the machine, not a failing grade
-(repogym._notfound, issue 20): real repositories graded by ``repogym grade``."""
+(repogym.sandbox.notfound, issue 20): real repositories graded by ``repogym grade``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym._notfound import first_program, missing_program, not_found, on_path
 from repogym.errors import CommandNotFound, RepogymError
 from repogym.runner import CommandResult
+from repogym.sandbox.notfound import first_program, missing_program, not_found, on_path
 from tests.conftest import Repo
 
 DASH = "/bin/sh: 1: node: not found\n"

@@ -180,7 +180,7 @@ def test_a_cancel_another_thread_takes_still_stops_the_wait() -> None:
     """A cancel's signal taken by a thread that does not block it (a library's): the C
     handler runs there, and the main thread's poll is not interrupted. The wait must
     still end by the signal, not by its command's timeout (a one-hour wait hung CI)."""
-    from repogym._process import Interrupted, signals_interrupt
+    from repogym.sandbox.process import Interrupted, signals_interrupt
 
     read, write = os.pipe()
     gave_up = threading.Event()

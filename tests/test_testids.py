@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym import _testids as testids
 from repogym._loadfailure import LoadFailure, load_failure
-from repogym._testids import TestResult, collect
-from repogym.junit import Case, Outcome, iter_cases
+from repogym.junit import Case, Outcome, iter_cases, testids
+from repogym.junit.testids import TestResult, collect
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "junit"

@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 import repogym
-from repogym._globs import compile_globs, matching
 from repogym.metrics import measure_file
 from repogym.task import load_task
+from repogym.tree.globs import compile_globs, matching
 from tests.action.test_action_yml import check_jsonschema, readme_section
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym import _git
 from repogym.errors import WorkspaceError
 from repogym.task import parse_task
+from repogym.tree import git as _git
 from repogym.workspace import FileChange, Workspace
 from tests.conftest import Repo
 

@@ -1,7 +1,7 @@
 """The tree a test run sees: a fresh copy of the submission, with the base's test files,
 the base's runner configuration and the hidden tests (spec: "TestGrader", steps 1 and 2).
 
-The copy is written from the snapshot (repogym._snapshot), so the user's work tree is
+The copy is written from the snapshot (repogym.tree.snapshot), so the user's work tree is
 never written, and a ``kill -9`` of the grader loses nothing. "The base" here is the
 commit the task was read at (``workspace.rubric``, the base branch's tip), not the merge
 base, which the author picks by choosing where to branch from (issue 19); only what the
@@ -43,12 +43,12 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found]
 
 
-from repogym import _git
-from repogym._globs import compile_globs
-from repogym._links import LinkInTree, open_way, place
-from repogym._sandbox import switches_user
-from repogym._store import Entry, Store, tree_entries
+from repogym.sandbox.users import switches_user
 from repogym.task import TestsConfig
+from repogym.tree import git as _git
+from repogym.tree.globs import compile_globs
+from repogym.tree.links import LinkInTree, open_way, place
+from repogym.tree.store import Entry, Store, tree_entries
 from repogym.workspace import Workspace
 
 # Files that configure a test runner, by name, anywhere in the tree.

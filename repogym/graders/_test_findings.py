@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from repogym import _words as words
-from repogym._testids import NOT_COUNTED, TestResult
 from repogym._words import shown_path
 from repogym.errors import WorkspaceError
 from repogym.junit import Outcome
+from repogym.junit.testids import NOT_COUNTED, TestResult
 from repogym.models import Finding, capped_findings
 from repogym.runner import CommandResult
 from repogym.workspace import Workspace
@@ -87,7 +87,7 @@ def _finding(
     what = _WHAT.get(outcome, outcome.value)
     detail = _first_line(result.message) if result is not None else ""
     if outcome is Outcome.MISSING and detail.startswith(NOT_COUNTED):
-        # In the report, but its record contradicts the report (repogym._testids).
+        # In the report, but its record contradicts the report (repogym.junit.testids).
         what, detail = "is not counted", detail.removeprefix(NOT_COUNTED)
     message = f"{shown_path(test_id)} {what}"
     if detail:

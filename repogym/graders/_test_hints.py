@@ -9,8 +9,8 @@ import heapq
 from collections.abc import Callable
 
 from repogym._loadfailure import load_failure
-from repogym._testids import TestResult, escape_controls, file_of
 from repogym.junit import Outcome
+from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.runner import CommandResult
 
 FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})

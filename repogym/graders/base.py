@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from repogym.models import GradeComponent, Role
 
 if TYPE_CHECKING:
-    from repogym._container import AnyRunner
+    from repogym.container.runner import AnyRunner
     from repogym.workspace import Workspace
 
 

@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym._globs import compile_globs, matching
-from repogym._links import SymlinkLoop, resolve_in_tree
 from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
 from repogym.models import Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
+from repogym.tree.globs import compile_globs, matching
+from repogym.tree.links import SymlinkLoop, resolve_in_tree
 from repogym.workspace import Workspace, files_under
 
 # Enough to show what is wrong without turning a report into a dump of the diff.

@@ -5,7 +5,7 @@
   sha, task sha256) per process and kept, with the task's ``setup`` run there once, when
   it is made. It is not ``workspace.baseline``: other graders read that as a pristine
   tree, and a benchmark or a setup may write into the tree it runs in.
-- The candidate is a fresh copy of the submission (repogym._snapshot), made for each
+- The candidate is a fresh copy of the submission (repogym.tree.snapshot), made for each
   grade; ``setup`` runs there once.
 - ``perf.warmup`` rounds (baseline, then candidate) are run and not counted; then
   ``perf.runs`` pairs, baseline and candidate alternating, with the side that goes first
@@ -38,14 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym import _baselines, _notfound
-from repogym._container import AnyRunner, ContainerRunner
-from repogym._store import copies_dir
+from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
 from repogym.graders.base import BuiltinGrader
 from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
+from repogym.sandbox import notfound as _notfound
 from repogym.task import PerfConfig, Task
+from repogym.tree import baselines as _baselines
+from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, export_tree
 
 Side = Literal["baseline", "candidate"]

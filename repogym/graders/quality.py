@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from repogym._globs import compile_globs, matching
 from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
 from repogym.metrics import measure_source
 from repogym.models import Finding, GradeComponent, capped_findings
+from repogym.tree.globs import compile_globs, matching
 from repogym.workspace import Workspace
 
 MAX_LISTED = 100

@@ -25,19 +25,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repogym import _git, _notfound
-from repogym._container import AnyRunner, ContainerRunner
-from repogym._links import place
-from repogym._store import copies_dir
-from repogym._testids import TestResult, collect, escape_controls, file_of
 from repogym._words import counted
+from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings, _test_hints
 from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome, iter_cases
+from repogym.junit.testids import TestResult, collect, escape_controls, file_of
 from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
+from repogym.sandbox import notfound as _notfound
 from repogym.task import TestsConfig
+from repogym.tree import git as _git
+from repogym.tree.links import place
+from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, files_under
 
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}

@@ -2,7 +2,7 @@
 
 Declared here, apart from the other sections, because it is the only part of the schema
 that speaks of the machine rather than of the grade; :mod:`repogym.environment` prepares
-the image and :mod:`repogym._container` runs the commands in it.
+the image and :mod:`repogym.container.runner` runs the commands in it.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from repogym._globs import compile_globs
+from repogym.tree.globs import compile_globs
 
 TASK_MAX_TIMEOUT = 86_400  # seconds, one day: the longest `timeout` a task may set
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from repogym import _git
 from repogym.errors import TaskError, WorkspaceError
 from repogym.task._errors import schema_lines, where
 from repogym.task._yaml import load_yaml
 from repogym.task.schema import TASK_FILE, Task, cross_checks
+from repogym.tree import git as _git
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from repogym._testids import escape_controls, file_of
+from repogym.junit.testids import escape_controls, file_of
 from repogym.models import Role
 from repogym.task._environment import EnvironmentConfig
 from repogym.task._values import (
@@ -118,7 +118,7 @@ class TestsConfig(_Section):
         return self
 
     def test_files(self) -> tuple[str, ...]:
-        """The files the test ids name (see :func:`repogym._testids.file_of`), sorted."""
+        """The files the test ids name (see :func:`repogym.junit.testids.file_of`), sorted."""
         ids = self.fail_to_pass + self.pass_to_pass
         return tuple(sorted({path for path in map(file_of, ids) if path is not None}))
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from repogym import _archive, _container
-from repogym._container import ContainerRunner
-from repogym._engine import connect
+from repogym.container import archive as _archive
+from repogym.container import runner as _container
+from repogym.container.engine import connect
+from repogym.container.runner import ContainerRunner
 from tests.docker import base_image, engine_or_skip
 
 LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"

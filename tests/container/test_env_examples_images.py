@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from repogym._demo import EXAMPLES
-from repogym._testids import collect
 from repogym.junit import Outcome, iter_cases
+from repogym.junit.testids import collect
 
 # The Docker SDK for Python (`pip install docker`); the `env_images` fixture fails without
 # it where REPOGYM_REQUIRE_DOCKER=1.

@@ -19,7 +19,7 @@ import docker
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym._engine import LABEL
+from repogym.container.engine import LABEL
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
 from tests.conftest import IDENTITY
 from tests.envimage import python_image

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from repogym import _command, _container
-from repogym._container import ContainerRunner
-from repogym._engine import connect
+from repogym.container import command as _command
+from repogym.container import runner as _container
+from repogym.container.engine import connect
+from repogym.container.runner import ContainerRunner
 from tests.docker import base_image, engine_or_skip
 
 NO_TAR = "repogym-test-no-tar:1"

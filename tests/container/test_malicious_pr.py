@@ -8,7 +8,7 @@ as actions/checkout leaves it, the extraheader in the workspace's ``.git/config`
 v5), or in a world-readable ``git-credentials-<uuid>.config`` under RUNNER_TEMP that
 ``.git/config`` includes, for the container too (v6 and later, which README pins): the
 attacks on credentials run against both layouts (tests/action/job.py ``checkout``). The
-attack code runs as the sandbox user (the container runs as root, repogym/_sandbox.py)
+attack code runs as the sandbox user (the container runs as root, repogym/sandbox/users.py)
 and tells what it got in its output at exit (``LOOT`` lines and ``ATTACK-RAN-<marker>``),
 which ends in the report's output tail: what it steals is published, so a leak cannot go
 unseen. After each case, all at once so that a failure lists every problem:

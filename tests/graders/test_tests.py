@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from repogym._testids import TestResult
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.junit import Outcome
+from repogym.junit.testids import TestResult
 from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
 from repogym.task import parse_task

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-import repogym._junit_file
 import repogym.junit
+import repogym.junit.file
+import repogym.junit.reader
 from repogym.junit import LIMITS, Case, JUnitError, Limits, iter_cases
 from tests.conftest import Repo
 
 MiB = 1 << 20
-CHUNK = repogym.junit._CHUNK
+CHUNK = repogym.junit.reader._CHUNK
 
 
 @dataclass
@@ -332,7 +333,7 @@ def test_a_report_swapped_after_it_was_checked(
         pytest.skip("mknod of a device needs root")
     path = tmp_path / "junit.xml"
     path.write_text("<testcase/>")
-    checked = repogym._junit_file._lstat
+    checked = repogym.junit.file._lstat
 
     def swapping(target: Path) -> os.stat_result:
         info = checked(target)
@@ -340,7 +341,7 @@ def test_a_report_swapped_after_it_was_checked(
         make(target)
         return info
 
-    monkeypatch.setattr(repogym._junit_file, "_lstat", swapping)
+    monkeypatch.setattr(repogym.junit.file, "_lstat", swapping)
     outcome: list[str] = []
     reader = threading.Thread(target=lambda: outcome.append(refusal(path)[0]), daemon=True)
     reader.start()

@@ -1,5 +1,5 @@
 """As root, a sandbox user that cannot reach the task's python stops the grade before it
-starts, with the fix (repogym._preflight, issue 20). Before: every test failed with
+starts, with the fix (repogym.sandbox.preflight, issue 20). Before: every test failed with
 ``Permission denied`` (FAIL 0.000, the change blamed), or the shell ran another python
 found later on the PATH, with other packages, without a word."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym import _sandbox
+from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, Graded
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox user needs root")

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from repogym import _sandbox
 from repogym.errors import SandboxError
 from repogym.runner import CommandResult, Runner
+from repogym.sandbox import users as _sandbox
 
 ROOT = os.geteuid() == 0
 root_only = pytest.mark.skipif(not ROOT, reason="running as another user needs root")

@@ -13,9 +13,9 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   engine.
 - **The keeper.** A tmpfs volume keeps its files only while some container has it
   mounted: one container that does nothing mounts the volumes of the runner until
-  :meth:`ContainerRunner.close` (:mod:`repogym._keeper`). The first one starts as the
+  :meth:`ContainerRunner.close` (:mod:`repogym.container.keeper`). The first one starts as the
   runner opens, and the runner's first command need not wait for it
-  (:class:`repogym._command.Early`).
+  (:class:`repogym.container.command.Early`).
 - **A command's container**: user ``UID``, all capabilities dropped, ``no-new-privileges``,
   a read-only root file system with the trees and a ``/tmp`` tmpfs writable, the task's
   limits, no network unless the task gives it, no Docker socket, labelled with its owner
@@ -28,7 +28,7 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   not the command's time (the perf grader's ``wall``).
 - **Leftovers.** Every container and volume is labelled with its owner (host name and
   pid namespace, pid and the pid's start time) and an expiry;
-  :func:`repogym._engine.sweep`, run when a runner opens, removes those of owners that
+  :func:`repogym.container.engine.sweep`, run when a runner opens, removes those of owners that
   are gone from this host and those past their expiry.
 """
 
@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
-from repogym._archive import copy_in, has_entries, within
-from repogym._command import NAME, UID, Command, Early, Setting
-from repogym._engine import docker_module, sweep
-from repogym._keeper import (
+from repogym.container.archive import copy_in, has_entries, within
+from repogym.container.command import NAME, UID, Command, Early, Setting
+from repogym.container.engine import docker_module, sweep
+from repogym.container.keeper import (
     UNPACK_FROM,
     Keeper,
     make_volumes,
@@ -59,7 +59,6 @@ from repogym._keeper import (
     start_keeper,
     unpack,
 )
-from repogym._process import leave_stop_signals_to_the_main_thread
 from repogym.runner import (
     DEFAULT_OUTPUT_CAP,
     POLL_SLICE,
@@ -67,6 +66,7 @@ from repogym.runner import (
     Runner,
     check_timeout,
 )
+from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
 
 
@@ -260,7 +260,7 @@ class ContainerRunner:
         self, trees: list[Path], writes: set[Path]
     ) -> tuple[Early, Keeper, list[Path]] | None:
         """While the first keeper starts, the trees of a command that can run beside it
-        (see repogym._command): their volumes taken from it now, the one with files in
+        (see repogym.container.command): their volumes taken from it now, the one with files in
         it (at most one, written by the command, its pages a small part of the memory
         the command is charged for) to be unpacked by the command's container."""
         if self._held.is_set():

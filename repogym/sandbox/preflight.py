@@ -2,7 +2,7 @@
 (issue 20)
 
 As root with the sandbox on, every command runs as an unprivileged uid with no group but
-its own (repogym._sandbox). Where that uid cannot go through a directory, two things went
+its own (repogym.sandbox.users). Where that uid cannot go through a directory, two things went
 wrong without a word: a Python under a 0700 ``/root`` failed every test with
 ``Permission denied``, a FAIL that blamed the change; and where an earlier PATH entry held
 the program out of its reach, the shell ran the one of a later entry, another interpreter
@@ -11,9 +11,9 @@ line per problem naming the command, the directory and the fix (:class:`SandboxE
 exit code 2).
 
 What is checked, as the kernel decides it: every directory on the way to the copies
-(repogym._store.copies_dir) and to the temporary directory (where the run's HOME is
+(repogym.tree.store.copies_dir) and to the temporary directory (where the run's HOME is
 made) must let the uid search it, and so must every directory on the way to the program
-each command starts with (repogym._notfound.first_program, looked up on the commands'
+each command starts with (repogym.sandbox.notfound.first_program, looked up on the commands'
 PATH as the grader finds it, links followed), which it must be able to execute, and read
 if it is a script, whose ``#!`` interpreter it must reach too. The uid owns none of these
 and is in none of their groups, so the bits for others decide; an entry with an access
@@ -21,7 +21,7 @@ ACL may grant more, and is taken as reachable (a problem may go unsaid, none is 
 No process is started: a few ``stat`` calls per grade.
 
 A program on no PATH entry is not checked: ``setup`` may install it, and if it does not,
-the run says so (repogym._notfound).
+the run says so (repogym.sandbox.notfound).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from repogym import _sandbox
-from repogym._notfound import first_program
-from repogym._store import copies_dir
 from repogym.errors import SandboxError
 from repogym.runner import Runner
+from repogym.sandbox import users as _sandbox
+from repogym.sandbox.notfound import first_program
 from repogym.task import Task
+from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace
 
 EXECUTE, READ = 0o1, 0o4  # the bits for others

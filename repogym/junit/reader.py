@@ -1,6 +1,6 @@
 """JUnit XML reports: a safe, streaming parser that yields one record per ``<testcase>``.
 
-Mapping a record to the canonical test id of a task is ``repogym._testids``' job.
+Mapping a record to the canonical test id of a task is ``repogym.junit.testids``' job.
 
 The parser is the standard library's expat, fed the file in chunks: memory stays flat
 whatever the report's size, and each case is handed out as soon as its end tag is read.
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import NamedTuple
 from xml.parsers import expat
 
-from repogym._junit_file import open_report, read_chunk, too_large
 from repogym.errors import JUnitError
+from repogym.junit.file import open_report, read_chunk, too_large
 
 # Messages are kept for failing, erroring and skipped tests only, and this short.
 MAX_MESSAGE = 500
@@ -81,7 +81,7 @@ class Limits:
     # Elements open at once: expat keeps a record per open element, and so do we per
     # open <testsuite>. JUnit needs three or four levels; Surefire and mocha nest a few more.
     max_depth: int = 1_000
-    # <testcase> elements: the caller keeps a record per case (repogym._testids.collect).
+    # <testcase> elements: the caller keeps a record per case (repogym.junit.testids.collect).
     max_cases: int = 1_000_000
     # One tag with its attributes, or one comment or processing instruction: expat holds
     # an unfinished token whole. The largest legitimate one is a failure's message attribute.

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogym import _git
+from repogym.tree import git as _git
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

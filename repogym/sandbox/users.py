@@ -18,7 +18,7 @@ unprivileged uid of its own, a *slot*:
   threads of the uid: a fork bomb stops there) and open files; ``no_new_privs``, so a
   set-uid program cannot take the command to another uid.
 - **Nothing left.** Before and after the run, every process of the uid is killed
-  (:func:`repogym._reaper.kill_uid`) and its files at the top of the world-writable
+  (:func:`repogym.sandbox.reaper.kill_uid`) and its files at the top of the world-writable
   directories (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) are removed, so
   nothing it started or planted reaches the next run.
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym import _reaper
 from repogym.errors import SandboxError
+from repogym.sandbox import reaper as _reaper
 
 NAME = "repogym"
 UID_BASE = 59800
@@ -215,7 +215,7 @@ def _ids() -> list[int]:
 
 def first_uid() -> int:
     """The uid of the first slot, the one an idle machine gives a run: how messages name
-    the sandbox user (repogym._preflight)."""
+    the sandbox user (repogym.sandbox.preflight)."""
     ids = _ids()
     return ids[0] if ids else _base()
 

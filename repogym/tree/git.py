@@ -15,6 +15,22 @@ from typing import NamedTuple
 
 from repogym.errors import UnknownRef, WorkspaceError
 
+__all__ = [
+    "NOT_INSTALLED",
+    "TreeEntry",
+    "command",
+    "environment",
+    "git",
+    "merge_base",
+    "resolve_commit",
+    "run",
+    "show_file",
+    "start",
+    "toplevel",
+    "tree_entry",
+    "trusted_directories",
+]
+
 # Settings a gitconfig could set that would change what we parse, or that would run a
 # command: a submission's code may have rewritten the work tree's .git/config by the time
 # the grader calls git there (issue 3: the PR's code runs with no token in reach).

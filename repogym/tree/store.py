@@ -4,7 +4,7 @@ A throwaway bare git directory whose object database falls back on the repositor
 (``objects/info/alternates``), so that nothing is written into the repository. It has no
 config of the repository's: no filter, no hook, no fsmonitor, no attributes. Checkouts
 leave the ``.gitattributes`` files out and write them afterwards, so that no attribute of
-the submission's converts a byte (see repogym._snapshot).
+the submission's converts a byte (see repogym.tree.snapshot).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from repogym import _git
-from repogym._links import place
 from repogym.errors import WorkspaceError
+from repogym.tree import git as _git
+from repogym.tree.links import place
 
 GITLINK = "160000"
 SYMLINK = "120000"

@@ -24,7 +24,7 @@ import shlex
 import shutil
 from collections.abc import Callable
 
-from repogym._container import AnyRunner, ContainerRunner
+from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
 from repogym.runner import CommandResult
 

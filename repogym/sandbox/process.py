@@ -16,6 +16,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+__all__ = [
+    "STOP_SIGNALS",
+    "Interrupted",
+    "discard_stdout",
+    "internal_error_line",
+    "leave_stop_signals_to_the_main_thread",
+    "lenient_streams",
+    "signals_interrupt",
+]
+
 
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C raises KeyboardInterrupt,

@@ -23,9 +23,9 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from repogym import _git
-from repogym._links import SymlinkLoop, resolve
-from repogym._store import GITLINK, SYMLINK, Entry, Store, checkout, split_z, write_tree
+from repogym.tree import git as _git
+from repogym.tree.links import SymlinkLoop, resolve
+from repogym.tree.store import GITLINK, SYMLINK, Entry, Store, checkout, split_z, write_tree
 
 _BLOCK = 4096  # what a file costs a file system beyond its bytes, about
 

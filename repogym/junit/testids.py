@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from repogym.junit import Case, Outcome
+from repogym.junit.reader import Case, Outcome
 
 # Worst first within one attempt (issue 3): a call that failed and a teardown that
 # errored make an ERROR. MISSING never comes from a report.

@@ -22,6 +22,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+__all__ = [
+    "MAX_HOPS",
+    "LinkInTree",
+    "SymlinkLoop",
+    "TreeLink",
+    "inside",
+    "link_on_the_way",
+    "open_directory",
+    "open_regular",
+    "open_way",
+    "place",
+    "remove_at",
+    "resolve",
+    "resolve_in_tree",
+]
+
 MAX_HOPS = 40  # symlinks followed in one resolution, as Linux allows before ELOOP
 
 
