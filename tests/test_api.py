@@ -143,9 +143,12 @@ def _glue_imports() -> list[tuple[str, str, str]]:
                 found += [(path.name, node.module or "", alias.name) for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module == "repogym":
                 found += [(path.name, "repogym", alias.name) for alias in node.names]
-            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-                if node.value.id == "repogym":
-                    found.append((path.name, "repogym", node.attr))
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "repogym"
+            ):
+                found.append((path.name, "repogym", node.attr))
     return found
 
 
@@ -160,4 +163,20 @@ def test_the_action_uses_only_the_engine_s_public_names() -> None:
         private = any(part.startswith("_") for part in module.split("."))
         if private or name not in getattr(loaded, "__all__", ()):
             wrong.append(f"{where}: {module}.{name}")
+    assert wrong == []
+
+
+def test_no_test_module_imports_another() -> None:
+    # What tests share lives in helper modules (tests/repo.py, tests/action/logs.py...),
+    # not in a test module or a conftest.py that another imports (issue 21).
+    tests = PACKAGE.parent / "tests"
+    wrong = []
+    for path in sorted(tests.rglob("*.py")):
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+                last = (node.module or "").rsplit(".", 1)[-1]
+                if last.startswith("test_") or last == "conftest":
+                    wrong.append(f"{path.relative_to(tests)}: {node.module}")
     assert wrong == []

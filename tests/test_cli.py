@@ -10,18 +10,8 @@ import pytest
 
 from repogym import __version__
 from repogym.cli import main
-from tests.conftest import Repo
-
-TASK = """\
-version: 1
-type: refactor
-constraints:
-  allowed_files: [src/**]
-  paths: [src/**/*.py]
-  max_function_length: 4
-"""
-LONG = "def f(x):\n    y = x\n    y += 1\n    y += 2\n    return y\n"
-SHORT = "def f(x):\n    return x + 3\n"
+from tests.cli_texts import LONG, SHORT, TASK
+from tests.repo import Repo
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
-from tests.test_cli import LONG, SHORT, TASK
-from tests.test_report import device, stdout_link
+from tests.cli_texts import LONG, SHORT, TASK
+from tests.devices import device, stdout_link
+from tests.repo import Repo
 
 BAD_NAME = b"bad\xff.py"  # not UTF-8
 

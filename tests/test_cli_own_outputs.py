@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.repo import Repo
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bugfix"
 

@@ -19,7 +19,7 @@ import pytest
 
 from repogym._demo import example_names
 from repogym.cli import main
-from tests.conftest import Repo
+from tests.repo import Repo
 from tests.waiting import BACKSTOP, ready_to_read
 
 # Starts repogym as `python -m repogym` does, with the dispositions an interactive shell

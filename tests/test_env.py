@@ -27,7 +27,7 @@ from repogym.errors import CommandNotFound, RepogymError, WorkspaceError
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeComponent, GradeResult
 from repogym.task import TASK_FILE, parse_task
-from tests.conftest import Repo
+from tests.repo import Repo
 from tests.spec_example import NoTodoGrader
 
 CORE = "src/slugify/core.py"

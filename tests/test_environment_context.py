@@ -8,7 +8,7 @@ import pytest
 from repogym.environment import _context, _digest
 from repogym.errors import EngineError
 from repogym.task import parse_task
-from tests.conftest import Repo
+from tests.repo import Repo
 
 TASK = parse_task(
     b"version: 1\ntype: bugfix\nenvironment: {dockerfile: .repogym/Dockerfile}\n"

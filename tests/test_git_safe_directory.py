@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo
+from tests.repo import Repo
 
 TASK = """version: 1
 type: refactor

@@ -14,7 +14,7 @@ import pytest
 from repogym.errors import CommandNotFound, RepogymError
 from repogym.runner import CommandResult
 from repogym.sandbox.notfound import first_program, missing_program, not_found, on_path
-from tests.conftest import Repo
+from tests.repo import Repo
 
 DASH = "/bin/sh: 1: node: not found\n"
 BASH = "bash: line 1: node: command not found\n"

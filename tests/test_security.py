@@ -8,7 +8,7 @@ import pytest
 
 from repogym.graders import CompositeGrader
 from repogym.workspace import Workspace
-from tests.conftest import Repo
+from tests.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from repogym._demo import EXAMPLES, build_example_repo, example_names
-from tests.conftest import Repo
+from tests.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 

@@ -14,7 +14,7 @@ from repogym.errors import WorkspaceError
 from repogym.task import parse_task
 from repogym.tree import git as _git
 from repogym.workspace import FileChange, Workspace
-from tests.conftest import Repo
+from tests.repo import Repo
 
 TASK = """\
 version: 1

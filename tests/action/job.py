@@ -21,8 +21,8 @@ import yaml
 from tests.action import events
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Files, Origin, Pull, checkout_ref, git
+from tests.action.logs import read_outputs
 from tests.action.runners import Layout, OnStarted, Process, Runner
-from tests.action.test_commands import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 

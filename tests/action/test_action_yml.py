@@ -5,44 +5,21 @@ valid against SchemaStore's schemas, as GitHub's Marketplace and editors read th
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from repogym_action.settings import INPUTS, OUTPUTS
+from tests.workflow_files import ROOT, check_jsonschema, readme_section
 
-ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "action.yml"
-
-
-def check_jsonschema(schema: str, *paths: Path) -> subprocess.CompletedProcess[str]:
-    cli = shutil.which("check-jsonschema", path=Path(sys.executable).parent) or shutil.which(
-        "check-jsonschema"
-    )
-    assert cli, "check-jsonschema is not installed: pip install -e '.[dev]'"
-    return subprocess.run(
-        [cli, "--builtin-schema", schema, *map(str, paths)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def action() -> dict[str, object]:
     loaded = yaml.safe_load(ACTION.read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
-
-
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(r"^## GitHub Action\n(.*?)(?=^## )", text, re.S | re.M)
-    assert match, "README.md has no section '## GitHub Action'"
-    return match.group(1)
 
 
 def markdown_table(text: str, header: str) -> list[list[str]]:

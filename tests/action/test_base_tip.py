@@ -9,9 +9,9 @@ import pytest
 
 from tests.action.gitrepo import Pull
 from tests.action.job import Job
-from tests.action.test_end_to_end import assert_published, example
+from tests.action.published import assert_published, example
+from tests.security._base_tip import LENIENT_TEST, SHIPPED_TEST, SLOPPY_CORE, UP_TO_DATE
 from tests.security._payloads import FIXED_CORE
-from tests.security.test_base_tip import LENIENT_TEST, SHIPPED_TEST, SLOPPY_CORE, UP_TO_DATE
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from repogym_action.annotations import one_line
 from tests import docker as test_docker
 from tests.action.gitrepo import Files, files_of
 from tests.action.job import Job, Step
-from tests.action.test_end_to_end import assert_published
+from tests.action.published import assert_published
 from tests.envimage import python_image
 
 PROBE = "tests/test_engine_out_of_reach.py::test_the_commands_run_in_the_image_without_the_engine"

@@ -14,7 +14,7 @@ from repogym.progress import reporting
 from repogym.runner import Runner
 from repogym_action.commands import Commands
 from repogym_action.log import LogProgress
-from tests.action.test_commands import run_log
+from tests.action.logs import run_log
 
 
 class Lines(Commands):

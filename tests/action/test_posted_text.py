@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from repogym._demo import EXAMPLES
+from tests.action.forks import opened_fork, publish, well_formed
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.action.test_publish_mode import opened_fork, publish, well_formed
-from tests.test_render import LINKED, Shown, github_html
+from tests.github_html import LINKED, Shown, github_html
 
 LATIN1 = "src/slugify/caf\udce9.py"  # the bytes caf\xe9.py, as os.fsdecode gives them
 

@@ -20,7 +20,7 @@ from repogym_action.grade import Graded
 from repogym_action.publish import Publication, publish
 from repogym_action.settings import parse_context, parse_settings
 from tests.action.fake_github import FakeGitHub
-from tests.action.test_commands import read_outputs
+from tests.action.logs import read_outputs
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 HEAD = "c" * 40

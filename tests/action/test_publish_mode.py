@@ -8,20 +8,17 @@ import json
 import math
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from repogym._demo import EXAMPLES
+from tests.action.forks import ARTIFACT, FORK, opened_fork, publish, well_formed
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
 from tests.action.runners import Layout
 
-FORK = "mallory/octo-repo"
-REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 READ_ONLY = (403, {}, {"message": "Resource not accessible by integration"})
-ARTIFACT = "artifact/repogym-report.json"
 
 
 def graded_fork(job: Job, number: int = 7, branch: str = "fix") -> tuple[Pull, dict[str, Any]]:
@@ -37,23 +34,6 @@ def graded_fork(job: Job, number: int = 7, branch: str = "fix") -> tuple[Pull, d
     return pull, step.report
 
 
-def opened_fork(job: Job, number: int = 7) -> Pull:
-    """A fork's pull request, not graded: for what is refused before a report matters."""
-    base = files_of(EXAMPLES / "bugfix" / "repo")
-    head = files_of(EXAMPLES / "bugfix" / "solution")
-    return job.open_pull(number, base=base, head=head, head_repo=FORK)
-
-
-def well_formed(pull: Pull, **changes: Any) -> dict[str, Any]:
-    """A report of the right shape about ``pull``'s head (tests/data/reports/pass.json),
-    with ``changes``: what a fork could upload without a grade."""
-    report: dict[str, Any] = json.loads((REPORTS / "pass.json").read_text())
-    report["base"] = {"ref": pull.base_ref, "sha": pull.base_sha}
-    report["merge_base"] = {"sha": pull.base_sha}
-    report["head"] = {"sha": pull.head_sha}
-    return {**report, **changes}
-
-
 def errors(step: Step) -> list[str]:
     return [line for line in step.log.splitlines() if line.startswith("::error")]
 
@@ -62,17 +42,6 @@ def writes(job: Job) -> list[str]:
     """Every request that changed something on GitHub."""
     done = [r for r in job.fake.requests if r.method != "GET" and 200 <= r.status < 300]
     return [f"{r.method} {r.path}" for r in done]
-
-
-def publish(job: Job, pull: Pull, report: bytes, **inputs: str) -> Step:
-    event = job.event("workflow_run.completed", pull, head_repository=FORK)
-    return job.run(
-        "workflow_run",
-        event,
-        pull,
-        {"mode": "publish", "report": ARTIFACT, **inputs},
-        artifact={ARTIFACT: report},
-    )
 
 
 def test_the_report_of_a_fork_is_published_by_the_workflow_run_job(job: Job) -> None:

@@ -16,10 +16,10 @@ from typing import Any
 
 from repogym._demo import EXAMPLES
 from repogym_action.commands import inert
+from tests.action.forks import FORK, opened_fork, publish, well_formed
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.action.test_commands import commands_run
-from tests.action.test_publish_mode import FORK, opened_fork, publish, well_formed
+from tests.action.logs import commands_run
 
 # Every command a step could be made to run, in both syntaxes; "PWNED" marks the forged.
 PAYLOADS = (

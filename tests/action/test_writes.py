@@ -20,8 +20,8 @@ import pytest
 
 from tests.action.gitrepo import Symlink
 from tests.action.job import Job, Step
+from tests.action.published import example
 from tests.action.runners import DockerAction, Layout
-from tests.action.test_end_to_end import example
 
 
 @pytest.fixture

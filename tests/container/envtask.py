@@ -29,7 +29,7 @@ from typing import Any
 
 from repogym.container import engine as _engine
 from tests import envimage
-from tests.conftest import Repo
+from tests.repo import Repo
 
 LABEL = "repogym"
 HOST = _engine.HOST  # with the pid namespace, as the owner label has it

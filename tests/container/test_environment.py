@@ -21,8 +21,8 @@ import pytest
 from repogym._demo import EXAMPLES, build_example_repo
 from repogym.container.engine import LABEL
 from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
-from tests.conftest import IDENTITY
 from tests.envimage import python_image
+from tests.repo import IDENTITY
 from tests.waiting import BACKSTOP
 
 

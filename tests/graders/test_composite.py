@@ -8,7 +8,7 @@ from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader, Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.workspace import Workspace
-from tests.conftest import Repo
+from tests.repo import Repo
 from tests.spec_example import NoTodoGrader
 
 REFACTOR_TASK = """\

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from repogym.models import Finding
-from tests.conftest import Repo
-from tests.graders.test_tests import CALC, FIXED, HIDDEN, PYTEST, grade, task_text
+from tests.graders.projects import CALC, FIXED, HIDDEN, PYTEST, grade, task_text
+from tests.repo import Repo
 
 BROKEN = CALC.replace("return a - b\n", "return a + b\n").replace("a + b\n\n", "a - b\n\n", 1)
 

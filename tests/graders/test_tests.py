@@ -18,13 +18,10 @@ from repogym.models import GradeComponent, Role
 from repogym.runner import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
-from tests.conftest import Repo
+from tests.graders.projects import CALC, FIXED, HIDDEN, PYTEST, grade, task_text
+from tests.repo import Repo
 from tests.spec_example import NoTodoGrader
 
-PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
-
-CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
-FIXED = CALC.replace("return a - b\n\n", "return a + b\n\n", 1)
 TESTS = """\
 import pytest
 
@@ -45,18 +42,6 @@ def test_sub_param(a, b):
 """
 
 
-def task_text(
-    f2p: str = "[tests/test_calc.py::test_add]",
-    p2p: str = "[tests/test_calc.py::test_sub, 'tests/test_calc.py::test_sub_param[one one]']",
-    extra: str = "",
-    command: str = PYTEST,
-) -> str:
-    return (
-        f"version: 1\ntype: bugfix\ntests:\n  command: {command}\n"
-        f"  fail_to_pass: {f2p}\n  pass_to_pass: {p2p}\n{extra}"
-    )
-
-
 @pytest.fixture
 def project(repo: Repo) -> Repo:
     repo.commit(
@@ -71,24 +56,6 @@ def project(repo: Repo) -> Repo:
     )
     repo.branch("pr")
     return repo
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    files = {}
-    for path in root.rglob("*"):
-        relative = path.relative_to(root).as_posix()
-        if ".git/" in relative + "/" or "__pycache__" in relative or path.is_dir():
-            continue
-        files[relative] = path.read_bytes()
-    return files
-
-
-def grade(repo: Repo, **kwargs: object) -> GradeComponent:
-    workspace = Workspace.open(repo.root, base="main")
-    before = snapshot(repo.root)
-    component = TestGrader(**kwargs).grade(workspace)  # type: ignore[arg-type]
-    assert snapshot(repo.root) == before, "grading changed the submission tree"
-    return component
 
 
 def test_a_fix_passes(project: Repo) -> None:
@@ -152,9 +119,6 @@ def test_an_edited_conftest_is_restored(repo: Repo) -> None:
     repo.write({"conftest.py": (repo.root / "conftest.py").read_text() + CHEAT_CONFTEST})
     component = grade(repo)
     assert component.details["fail_to_pass"]["tests/test_calc.py::test_add"] == "failed"
-
-
-HIDDEN = "from calc import add\n\n\ndef test_secret():\n    assert add(10, 5) == 15\n"
 
 
 def test_hidden_tests_are_injected_then_removed(repo: Repo) -> None:

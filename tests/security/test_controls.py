@@ -9,8 +9,8 @@ import pytest
 
 from tests.security import _payloads as p
 from tests.security._harness import LOOSE_TASK, Case
-from tests.security.test_perf_baseline import SMALL_PERF
-from tests.security.test_runner_config import needs_node, node_base
+from tests.security._node import needs_node, node_base
+from tests.security._perf import SMALL_PERF
 
 
 @pytest.mark.parametrize("task", [None, LOOSE_TASK], ids=["bugfix", "loose"])

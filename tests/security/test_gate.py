@@ -19,7 +19,7 @@ from repogym.errors import TaskError
 from repogym.graders.constraints import is_compiled, readings
 from repogym.outputs import PendingWrite, write_outputs
 from repogym.task import parse_task
-from tests.conftest import Repo
+from tests.repo import Repo
 
 TASK = """\
 version: 1

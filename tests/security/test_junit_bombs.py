@@ -24,7 +24,7 @@ import repogym.junit
 import repogym.junit.file
 import repogym.junit.reader
 from repogym.junit import LIMITS, Case, JUnitError, Limits, iter_cases
-from tests.conftest import Repo
+from tests.repo import Repo
 
 MiB = 1 << 20
 CHUNK = repogym.junit.reader._CHUNK

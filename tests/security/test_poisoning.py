@@ -12,14 +12,8 @@ import pytest
 
 from tests.security import _payloads as p
 from tests.security._harness import LOOSE_TASK, Case, check_all, site_packages
+from tests.security._poison import POISON_MODULE
 
-# A module that forges the report and the exit status of every later pytest run of the
-# interpreter that imports it.
-POISON_MODULE = (
-    "import atexit\nimport os\n"
-    + p.FORGE_JUNIT
-    + "\nif _junit_path():\n    atexit.register(lambda: (_forge_junit(), os._exit(0)))\n"
-)
 # The grader found through /proc, its virtual environment from its command line (argv[0]
 # is the venv's python); a .pth there imports the poison. (An attacker would also try
 # every site-packages the grader has mapped, /proc/<pid>/maps; here that would be the

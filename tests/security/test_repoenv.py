@@ -13,7 +13,7 @@ import pytest
 
 from tests.security import _payloads as p
 from tests.security._harness import BUGFIX_TASK, Case
-from tests.security.test_poisoning import POISON_MODULE
+from tests.security._poison import POISON_MODULE
 
 DRIVER = Path(__file__).with_name("_env_driver.py")
 EMPTY_EPISODE = [["submit"]]
