@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from repogym import __version__
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
-from repogym.report_schema import LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
+from repogym.report_schema import BUILT, LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -58,7 +58,7 @@ def report_model(grading: Grading) -> Report:
         },
         "environment": grading.environment,
     }
-    return Report.model_validate(built, strict=False, from_attributes=True)
+    return Report.model_validate(built, strict=False, from_attributes=True, context={BUILT: True})
 
 
 def report_dict(grading: Grading) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from repogym.errors import UsageError
 from repogym.models import Level, Role
 
 __all__ = [
+    "BUILT",
     "GRADE_KEYS",
     "LINE_BREAKING",
     "MAX_NAME",
@@ -84,8 +85,9 @@ _ONE_LINE = f"^[^{LINE_BREAKING}]*$"
 class _Bounded:
     """A string's bounds, checked in Python rather than by pydantic's own constraints,
     which refuse any string that holds a lone surrogate: the undecodable bytes of a file
-    name, which the report keeps as they are (JSON's ``\\udcff``) so that the name reads
-    back as it was. The errors and the JSON schema are those of pydantic's constraints."""
+    name, which the report being built keeps as they are (JSON's ``\\udcff``) so that the
+    name reads back as it was; a report read back is refused them, as pydantic would. The
+    errors and the JSON schema are those of pydantic's constraints."""
 
     max_length: int
     one_line: bool = False
@@ -94,7 +96,7 @@ class _Bounded:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
-        return core_schema.no_info_after_validator_function(self.check, handler(source))
+        return core_schema.with_info_after_validator_function(self.check, handler(source))
 
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
@@ -107,7 +109,14 @@ class _Bounded:
         json_schema["type"] = "string"
         return json_schema
 
-    def check(self, value: str) -> str:
+    def check(self, value: str, info: core_schema.ValidationInfo) -> str:
+        # A report read back is text from elsewhere: a lone surrogate is no Unicode, and
+        # GitHub would refuse it. Only the report being built (BUILT) keeps them.
+        if not (info.context or {}).get(BUILT) and _SURROGATE.search(value):
+            raise PydanticCustomError(
+                "string_unicode",
+                "Input should be a valid string, unable to parse raw data as a unicode string",
+            )
         if len(value) > self.max_length:
             raise PydanticCustomError(
                 "string_too_long",
@@ -127,6 +136,11 @@ class _Bounded:
                 {"pattern": _ONE_LINE},
             )
         return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# The validation context of a report being built from a grade (repogym.report).
+BUILT = "built from a grade"
 
 
 def _plural(count: int) -> str:

@@ -20,6 +20,8 @@ BASE = os.environ.get("REPOGYM_TEST_BASE_IMAGE", "repogym-base:bookworm")
 # One tag per checkout: two checkouts tested at once on one engine never run each other's.
 IMAGE = "repogym-action:test-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
 REQUIRE = "REPOGYM_REQUIRE_DOCKER"
+# What a container's tree is, one line per entry: name, kind, mode, owner, size, target, links.
+LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
 
 
 def docker(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

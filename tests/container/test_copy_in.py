@@ -15,28 +15,10 @@ import pytest
 
 from repogym.container import archive as _archive
 from repogym.container import runner as _container
-from repogym.container.engine import connect
 from repogym.container.runner import ContainerRunner
-from tests.docker import base_image, engine_or_skip
+from tests.docker import LISTING, base_image
 
-LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
-NO_TAR = "repogym-test-no-tar:1"
 ENTRYPOINT = "repogym-test-entrypoint:1"
-
-
-@pytest.fixture(scope="module")
-def client() -> Any:
-    engine_or_skip()
-    base_image()
-    return connect()
-
-
-@pytest.fixture(scope="module")
-def no_tar(client: Any) -> str:
-    """The base without tar (nor a way to get it)."""
-    dockerfile = f"FROM {base_image()}\nRUN rm -f /usr/bin/tar /bin/tar\n"
-    image, _ = client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=NO_TAR, rm=True)
-    return str(image.id)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ tree (an event, not a delay), so the first command always takes that way here.""
 
 from __future__ import annotations
 
-import io
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,26 +18,8 @@ import pytest
 
 from repogym.container import command as _command
 from repogym.container import runner as _container
-from repogym.container.engine import connect
 from repogym.container.runner import ContainerRunner
-from tests.docker import base_image, engine_or_skip
-
-NO_TAR = "repogym-test-no-tar:1"
-LISTING = "find . -printf '%p %y %m %U %G %s %l %n\\n' | LC_ALL=C sort"
-
-
-@pytest.fixture(scope="module")
-def client() -> Any:
-    engine_or_skip()
-    base_image()
-    return connect()
-
-
-@pytest.fixture(scope="module")
-def no_tar(client: Any) -> str:
-    dockerfile = f"FROM {base_image()}\nRUN rm -f /usr/bin/tar /bin/tar\n"
-    image, _ = client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=NO_TAR, rm=True)
-    return str(image.id)
+from tests.docker import LISTING, base_image
 
 
 @pytest.fixture
