@@ -15,10 +15,10 @@ from pathlib import PurePosixPath
 from repogym import _words as words
 from repogym._words import shown_path
 from repogym.errors import WorkspaceError
+from repogym.graders._test_outcome import TestsOutcome
 from repogym.junit import Outcome
 from repogym.junit.testids import NOT_COUNTED, TestResult
 from repogym.models import Finding, capped_findings
-from repogym.runner import CommandResult
 from repogym.workspace import Workspace
 
 # How a finding says what happened to a test that did not pass.
@@ -30,36 +30,35 @@ _WHAT = {
 }
 
 
-def findings(
-    workspace: Workspace,
-    kinds: Mapping[str, tuple[dict[str, Outcome], list[str]]],
-    results: Mapping[str, TestResult],
-    hidden: set[str],
-    problem: str | None,
-    run: CommandResult | None,
-) -> tuple[Finding, ...]:
-    """The findings of one grade, but for its warnings. ``kinds`` maps ``fail_to_pass``
-    and ``pass_to_pass`` to their outcomes and the ids that count against the score;
-    ``hidden`` holds the ids of hidden tests; ``problem`` is why there is no report to
-    read, if there is none."""
-    if problem is not None:
-        setup = run is not None and run.command == workspace.task.setup
-        return (Finding(title="setup" if setup else "command", message=problem),)
+def findings(outcome: TestsOutcome, workspace: Workspace) -> tuple[Finding, ...]:
+    """The findings of one grade, but for its warnings and its advice to update: the
+    problem, when there is no report to read or trust, else each task test that counts
+    against the score; ``workspace`` is the tree the tests' lines are read in."""
+    if outcome.problem is not None:
+        run = outcome.run
+        setup = run is not None and run.command == outcome.setup
+        return (Finding(title="setup" if setup else "command", message=outcome.problem),)
     found = []
     hidden_counts = {}
     sources: dict[str, list[str] | None] = {}
-    for kind, (outcomes, failing) in kinds.items():
-        public = [i for i in failing if i not in hidden]
+    for kind, (outcomes, failing) in outcome.kinds.items():
+        public = [i for i in failing if i not in outcome.hidden_ids]
         hidden_counts[kind] = len(failing) - len(public)
         for test_id in public:
-            found.append(_finding(workspace, kind, test_id, outcomes[test_id], results, sources))
-    findings = capped_findings(found, "failing test")
-    counted = sum(hidden_counts.values())
-    if counted:
-        kinds_shown = ", ".join(f"{n} {kind}" for kind, n in hidden_counts.items() if n)
-        message = f"{words.counted(counted, 'hidden test')} not passing ({kinds_shown})"
-        findings += (Finding(title="hidden", message=message),)
-    return findings
+            found.append(
+                _finding(workspace, kind, test_id, outcomes[test_id], outcome.results, sources)
+            )
+    return capped_findings(found, "failing test") + _hidden(hidden_counts)
+
+
+def _hidden(counts: Mapping[str, int]) -> tuple[Finding, ...]:
+    """Hidden tests that count against the score, counted by kind in one finding."""
+    total = sum(counts.values())
+    if not total:
+        return ()
+    kinds_shown = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
+    message = f"{words.counted(total, 'hidden test')} not passing ({kinds_shown})"
+    return (Finding(title="hidden", message=message),)
 
 
 def warnings(messages: list[str]) -> tuple[Finding, ...]:

@@ -9,65 +9,72 @@ import heapq
 from collections.abc import Callable
 
 from repogym._loadfailure import load_failure
+from repogym.graders._test_outcome import FAILURES, TestsOutcome
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.runner import CommandResult
 
-FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
 MAX_NAMED = 20  # failing ids named in messages; the rest are counted
 MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
 
-def missing_hints(
-    f2p: dict[str, Outcome],
-    p2p: dict[str, Outcome],
-    results: dict[str, TestResult],
-    shown: list[str],
-    hidden: set[str],
-    run: CommandResult | None,
-) -> list[str]:
+def missing_hints(outcome: TestsOutcome) -> list[str]:
     """Why task ids may be missing: the closest id the report has for each, and what else
     failed, a file that could not be loaded first (it takes all its tests with it).
     Hidden tests stay unnamed."""
-    # At most as many per list as _name_ids names.
-    missing = [
+    missing = _missing(outcome)
+    if not missing:
+        return []
+    others = [i for i in outcome.shown if not outcome.is_task_id(i)]
+    # A record of a whole file (one that failed to load) is no candidate: it is listed
+    # below. Bare names are (Node 20 writes no file, mocha's root suite has none).
+    hints = _closest_hints(missing, [i for i in others if file_of(i) != i])
+    hints += _other_failures(outcome, others)
+    if not outcome.results:
+        hints.append("the report has no testcase at all")
+    return hints
+
+
+def _missing(outcome: TestsOutcome) -> list[str]:
+    """The task ids that are not in the report, at most as many per kind as messages
+    name (tests._name_ids); not those of hidden tests."""
+    return [
         test_id
-        for outcomes in (f2p, p2p)
+        for outcomes in (outcome.fail_to_pass, outcome.pass_to_pass)
         for test_id in [
             i
             for i, o in outcomes.items()
-            if o is Outcome.MISSING and i.split("::", 1)[0] not in hidden and i not in results
+            if o is Outcome.MISSING
+            and i.split("::", 1)[0] not in outcome.hidden_files
+            and i not in outcome.results
         ][:MAX_NAMED]
     ]
-    if not missing:
-        return []
-    hints = []
-    # A record of a whole file (one that failed to load) is no candidate: it is listed
-    # below. Bare names are (Node 20 writes no file, mocha's root suite has none).
-    candidates = [i for i in shown if i not in f2p and i not in p2p and file_of(i) != i]
+
+
+def _closest_hints(missing: list[str], candidates: list[str]) -> list[str]:
     closest = _closest_finder(candidates)
+    hints = []
     for test_id in missing:
         close = closest(test_id)
         if close is not None:
             hints.append(_closest_hint(test_id, close))
-    # What else failed, and a file skipped as a whole: it takes its tests with it.
-    others = [
-        i
-        for i in shown
-        if i not in f2p
-        and i not in p2p
-        and (
-            results[i].outcome in FAILURES
-            or (results[i].outcome is Outcome.SKIPPED and file_of(i) == i)
-        )
-    ]
-    others.sort(key=lambda i: file_of(i) != i)  # stable: files that did not load first
-    for test_id in others[:3]:
-        # The cause of a file that did not load is output: not when hidden tests ran.
-        hints.append(_also_failed(test_id, results[test_id], None if hidden else run))
-    if not results:
-        hints.append("the report has no testcase at all")
     return hints
+
+
+def _other_failures(outcome: TestsOutcome, others: list[str]) -> list[str]:
+    """What else failed, and a file skipped as a whole: it takes its tests with it. Files
+    that did not load come first."""
+    results = outcome.results
+    failed = [
+        i
+        for i in others
+        if results[i].outcome in FAILURES
+        or (results[i].outcome is Outcome.SKIPPED and file_of(i) == i)
+    ]
+    failed.sort(key=lambda i: file_of(i) != i)  # stable
+    # The cause of a file that did not load is output: not when hidden tests ran.
+    run = None if outcome.hidden_ran else outcome.run
+    return [_also_failed(i, results[i], run) for i in failed[:3]]
 
 
 def _closest_finder(candidates: list[str]) -> Callable[[str], str | None]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import shlex
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,10 @@ from repogym._words import counted
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
 from repogym.graders import _runfiles, _test_findings, _test_hints
+from repogym.graders._test_outcome import FAILURES, TestsOutcome
 from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome, iter_cases
-from repogym.junit.testids import TestResult, collect, escape_controls, file_of
+from repogym.junit.testids import TestResult, collect, escape_controls
 from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
@@ -41,14 +43,6 @@ from repogym.tree.links import place
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, files_under
 
-_FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
-# A regression test that the submission makes skip is not kept (issue 9): anything but a
-# pass breaks it, as for a target.
-_BROKEN_P2P = _FAILING_F2P
-_FAILURES = _test_hints.FAILURES
-# The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
-# a test failed. A report without any failure from such a run is not this run's report.
-TESTS_FAILED = 1
 # What reports show in place of the output when hidden tests ran: it would show their
 # names and code (issue 9).
 OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
@@ -81,7 +75,7 @@ class TestGrader(BuiltinGrader):
             files = _runfiles.build(workspace, config, tree, given, links=not in_container)
             later = (hidden_root, hidden_files) if late else None
             run, results, problem = _run_and_parse(workspace, config, runner, tree, later)
-        return _score(
+        outcome = TestsOutcome.of(
             workspace,
             config,
             run=run,
@@ -91,6 +85,7 @@ class TestGrader(BuiltinGrader):
             files=files,
             hidden_changed=self.hidden is None and _hidden_changed(workspace, config),
         )
+        return _component(outcome, workspace)
 
     def _hidden_root(self, workspace: Workspace, config: TestsConfig) -> Path | None:
         if self.hidden is not None:
@@ -156,41 +151,55 @@ def _run_and_parse(
         return run, {}, str(error)
 
 
-def _score(
-    workspace: Workspace,
-    config: TestsConfig,
-    *,
-    run: CommandResult | None,
-    results: dict[str, TestResult],
-    problem: str | None,
-    hidden: set[str],
-    files: _runfiles.RunFiles,
-    hidden_changed: bool = False,
-) -> GradeComponent:
-    f2p = {i: _outcome(results, i) for i in config.fail_to_pass}
-    p2p = {i: _outcome(results, i) for i in config.pass_to_pass}
-    failing = [i for i, o in f2p.items() if o in _FAILING_F2P]
-    broken = [i for i, o in p2p.items() if o in _BROKEN_P2P]
+def _component(outcome: TestsOutcome, workspace: Workspace) -> GradeComponent:
+    """The grade of one run; ``workspace`` is read for the lines of the findings."""
+    messages = _messages(outcome) + _test_hints.missing_hints(outcome)
+    advice = _up_to_date(outcome)
+    stale: tuple[Finding, ...] = ()
+    if advice is not None:
+        messages.append(advice)
+        stale = (Finding(title="out of date", message=advice, level="warning"),)
+    found = (*stale, *_test_findings.findings(outcome, workspace))
+    return GradeComponent(
+        name="tests",
+        role=outcome.role,
+        score=_score(outcome),
+        passed=outcome.passed,
+        details=_details(outcome),
+        messages=messages,
+        findings=found + _test_findings.warnings(messages),
+    )
+
+
+def _score(outcome: TestsOutcome) -> float:
+    """The spec's table: the share of targets that pass (all or nothing without partial
+    credit), scaled down by the share of regression tests broken; 0 with a problem."""
+    if outcome.problem is not None:
+        return 0.0
+    f2p, failing = outcome.fail_to_pass, outcome.failing
     if f2p:
         passing = len(f2p) - len(failing)
-        score = passing / len(f2p) if config.partial_credit else float(not failing)
+        score = passing / len(f2p) if outcome.partial_credit else float(not failing)
     else:
         score = 1.0
+    broken = outcome.broken
     if broken:
-        score = 0.0 if config.require_all_pass_to_pass else score * (1 - len(broken) / len(p2p))
-    if problem is None:
-        problem = _tampered(run, results)
-    if problem is not None:
-        score = 0.0
-    hidden_ids = sorted(i for i in (*f2p, *p2p) if i.split("::", 1)[0] in hidden)
+        kept = 1 - len(broken) / len(outcome.pass_to_pass)
+        score = 0.0 if outcome.require_all_pass_to_pass else score * kept
+    return score
+
+
+def _details(outcome: TestsOutcome) -> dict[str, Any]:
+    results, run = outcome.results, outcome.run
+    task_ids = (*outcome.fail_to_pass, *outcome.pass_to_pass)
     details: dict[str, Any] = {
-        "fail_to_pass": {i: o.value for i, o in f2p.items()},
-        "pass_to_pass": {i: o.value for i, o in p2p.items()},
-        "hidden": hidden_ids,
-        "flaky": sorted(i for i in (*f2p, *p2p) if i in results and results[i].flaky),
-        "restored": files.restored,
-        "tests_from": workspace.rubric,
-        "changed_on_base": files.changed_on_base,
+        "fail_to_pass": {i: o.value for i, o in outcome.fail_to_pass.items()},
+        "pass_to_pass": {i: o.value for i, o in outcome.pass_to_pass.items()},
+        "hidden": sorted(outcome.hidden_ids),
+        "flaky": sorted(i for i in task_ids if i in results and results[i].flaky),
+        "restored": outcome.files.restored,
+        "tests_from": outcome.tests_from,
+        "changed_on_base": outcome.files.changed_on_base,
         "reports_tests": sum(r.outcome is not Outcome.MISSING for r in results.values()),
     }
     if run is not None:
@@ -199,134 +208,81 @@ def _score(
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
             "duration": round(run.duration, 3),
-            "output_tail": OUTPUT_NOT_SHOWN if hidden else run.tail(40),
+            "output_tail": OUTPUT_NOT_SHOWN if outcome.hidden_ran else run.tail(40),
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
-    shown = _shown(results, hidden)
-    messages = _messages(
-        f2p, p2p, failing, broken, results, set(hidden_ids), problem, run, hidden_ran=bool(hidden)
-    )
-    messages += _test_hints.missing_hints(f2p, p2p, results, shown, hidden, run)
-    passed = problem is None and not failing and not broken
-    stale: list[Finding] = []
-    if not passed and (files.changed_on_base or hidden_changed):
-        advice = _up_to_date(workspace, files.changed_on_base, hidden_changed)
-        messages.append(advice)
-        stale.append(Finding(title="out of date", message=advice, level="warning"))
-    kinds = {"fail_to_pass": (f2p, failing), "pass_to_pass": (p2p, broken)}
-    found = _test_findings.findings(workspace, kinds, results, set(hidden_ids), problem, run)
-    found = (*stale, *found)
-    return GradeComponent(
-        name="tests",
-        role=workspace.task.tests_role,
-        score=score,
-        passed=passed,
-        details=details,
-        messages=messages,
-        findings=found + _test_findings.warnings(messages),
-    )
+    return details
 
 
-def _up_to_date(workspace: Workspace, changed: list[str], hidden: bool) -> str:
+def _up_to_date(outcome: TestsOutcome) -> str | None:
     """What to do when the tests the base changed since the fork point may be what
     failed (issue 19): the rubric is the base tip's, whatever the fork point, so an
     out-of-date pull request is brought up to date rather than graded by older tests.
     Hidden tests are not named, nor counted: only that they changed."""
+    changed = outcome.files.changed_on_base
+    if outcome.passed or not (changed or outcome.hidden_changed):
+        return None
     named = [escape_controls(p) for p in changed[:MAX_NAMED]]
     if len(changed) > MAX_NAMED:
         named.append(f"{len(changed) - MAX_NAMED} more")
-    if hidden:
+    if outcome.hidden_changed:
         named.append("the hidden tests")
+    base_ref = outcome.base_ref
     return (
-        f"the tests changed on {workspace.base_ref} since this change's merge base "
-        f"{workspace.base[:12]} ({', '.join(named)}); they ran as they are at {workspace.base_ref} "
-        f"({workspace.rubric[:12]}): if they fail for want of its newer code, "
-        f"bring the pull request up to date with {workspace.base_ref} (merge or rebase)"
+        f"the tests changed on {base_ref} since this change's merge base "
+        f"{outcome.merge_base[:12]} ({', '.join(named)}); they ran as they are at {base_ref} "
+        f"({outcome.tests_from[:12]}): if they fail for want of its newer code, "
+        f"bring the pull request up to date with {base_ref} (merge or rebase)"
     )
 
 
-def _outcome(results: dict[str, TestResult], test_id: str) -> Outcome:
-    found = results.get(test_id)
-    return found.outcome if found else Outcome.MISSING
-
-
-def _tampered(run: CommandResult | None, results: dict[str, TestResult]) -> str | None:
-    """Why the report cannot be this run's, if it cannot: the runner said that tests
-    failed, and the report has no failure (issue 9). A coverage threshold that fails
-    (pytest-cov, jest) exits with the same code: it belongs outside the test command."""
-    if run is None or run.exit_code != TESTS_FAILED or not results:
-        return None
-    if any(r.outcome in _FAILURES for r in results.values()):
-        return None
-    return (
-        f"the test command exited with code {run.exit_code} (tests failed) but the report "
-        "has no failure: the report was altered, or it is not this run's"
-    )
-
-
-def _shown(results: dict[str, TestResult], hidden: set[str]) -> list[str]:
-    """The ids of the report that messages may name: not those of hidden tests, nor,
-    when hidden tests ran, an id that names no file (Node 20, Go): it may be one of
-    theirs. An id that was not counted is no id of the report."""
-    return [
-        i
-        for i, result in results.items()
-        if result.outcome is not Outcome.MISSING
-        and i.split("::", 1)[0] not in hidden
-        and (not hidden or file_of(i) is not None)
-    ]
-
-
-def _messages(
-    f2p: dict[str, Outcome],
-    p2p: dict[str, Outcome],
-    failing: list[str],
-    broken: list[str],
-    results: dict[str, TestResult],
-    hidden: set[str],
-    problem: str | None,
-    run: CommandResult | None,
-    *,
-    hidden_ran: bool,
-) -> list[str]:
-    messages = []
-    if problem is not None:
-        messages.append(f"score 0: {problem}")
+def _messages(outcome: TestsOutcome) -> list[str]:
+    """The problem, if there is one, and the output's tail; else how many tests passed
+    or broke, the failing ones named, and whether the exit code contradicts the report."""
+    run = outcome.run
+    if outcome.problem is not None:
+        messages = [f"score 0: {outcome.problem}"]
         if run is not None and run.tail():
-            messages.append(OUTPUT_NOT_SHOWN if hidden_ran else "output tail:\n" + run.tail())
+            messages.append(
+                OUTPUT_NOT_SHOWN if outcome.hidden_ran else "output tail:\n" + run.tail()
+            )
         return messages
+    messages = []
+    f2p, p2p = outcome.fail_to_pass, outcome.pass_to_pass
     if f2p:
-        messages.append(f"fail_to_pass: {len(f2p) - len(failing)} of {len(f2p)} passed")
-        messages += _name_ids("fail_to_pass", failing, f2p, results, hidden)
+        messages.append(f"fail_to_pass: {len(f2p) - len(outcome.failing)} of {len(f2p)} passed")
+        messages += _name_ids(outcome, "fail_to_pass")
     if p2p:
-        messages.append(f"pass_to_pass: {len(broken)} of {len(p2p)} broken")
-        messages += _name_ids("pass_to_pass", broken, p2p, results, hidden)
-    if run is not None:
-        all_passed = bool(results) and all(r.outcome is Outcome.PASSED for r in results.values())
-        any_failed = any(r.outcome in _FAILURES for r in results.values())
-        if run.exit_code not in (0, None) and all_passed:
-            messages.append(
-                f"warning: the test command exited with code {run.exit_code} although every "
-                "test in the report passed"
-            )
-        elif run.exit_code == 0 and any_failed:
-            messages.append(
-                "warning: the test command exited with code 0 although the report has failures"
-            )
-    return messages
+        messages.append(f"pass_to_pass: {len(outcome.broken)} of {len(p2p)} broken")
+        messages += _name_ids(outcome, "pass_to_pass")
+    return messages + _exit_code_warnings(run, outcome.results)
 
 
-def _name_ids(
-    kind: str,
-    ids: list[str],
-    outcomes: dict[str, Outcome],
-    results: dict[str, TestResult],
-    hidden: set[str],
-) -> list[str]:
-    public = [i for i in ids if i not in hidden]
+def _exit_code_warnings(run: CommandResult | None, results: Mapping[str, TestResult]) -> list[str]:
+    """A warning when the test command's exit code contradicts the report."""
+    if run is None:
+        return []
+    all_passed = bool(results) and all(r.outcome is Outcome.PASSED for r in results.values())
+    any_failed = any(r.outcome in FAILURES for r in results.values())
+    if run.exit_code not in (0, None) and all_passed:
+        return [
+            f"warning: the test command exited with code {run.exit_code} although every "
+            "test in the report passed"
+        ]
+    if run.exit_code == 0 and any_failed:
+        return ["warning: the test command exited with code 0 although the report has failures"]
+    return []
+
+
+def _name_ids(outcome: TestsOutcome, kind: str) -> list[str]:
+    """The ids of ``kind`` that count against the score, each with the first line of its
+    report's message; hidden tests' only counted."""
+    outcomes, ids = outcome.kinds[kind]
+    public = [i for i in ids if i not in outcome.hidden_ids]
     lines = []
     for test_id in public[:MAX_NAMED]:
-        detail = results[test_id].message if test_id in results else ""
+        result = outcome.results.get(test_id)
+        detail = result.message if result is not None else ""
         suffix = f": {escape_controls(detail.splitlines()[0])}" if detail.strip() else ""
         lines.append(f"{kind} {outcomes[test_id].value}: {escape_controls(test_id)}{suffix}")
     if len(public) > MAX_NAMED:

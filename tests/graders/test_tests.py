@@ -229,7 +229,8 @@ def _empty_repo() -> Path:
 
 def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> GradeComponent:
     from repogym.graders._runfiles import RunFiles
-    from repogym.graders.tests import _score
+    from repogym.graders._test_outcome import TestsOutcome
+    from repogym.graders.tests import _component
 
     kind = "bugfix" if f2p else "refactor"  # a refactor's objective is the quality limit
     lines = ["version: 1", f"type: {kind}", "tests:", "  command: x {junit}"]
@@ -246,9 +247,10 @@ def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> 
     }
     assert task.tests is not None
     files = RunFiles(restored=[], linked=[])
-    return _score(
+    outcome = TestsOutcome.of(
         workspace, task.tests, run=None, results=results, problem=None, hidden=set(), files=files
     )
+    return _component(outcome, workspace)
 
 
 P, F, E, S, M = (Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.SKIPPED, Outcome.MISSING)

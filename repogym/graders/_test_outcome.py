@@ -1,0 +1,147 @@
+"""What one run of a task's tests came to, as the TestGrader reads it: each task id's
+outcome, those that count against the score, which ids are hidden tests' and which of the
+report's a message may name. The grade's score, details, messages and findings are read
+from this one value (repogym.graders.tests, _test_hints, _test_findings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from repogym.graders._runfiles import RunFiles
+from repogym.junit import Outcome
+from repogym.junit.testids import TestResult, file_of
+from repogym.models import Role
+from repogym.runner import CommandResult
+from repogym.task import TestsConfig
+from repogym.workspace import Workspace
+
+FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
+_FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
+# A regression test that the submission makes skip is not kept (issue 9): anything but a
+# pass breaks it, as for a target.
+_BROKEN_P2P = _FAILING_F2P
+# The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
+# a test failed. A report without any failure from such a run is not this run's report.
+TESTS_FAILED = 1
+
+# Each kind of task test (``fail_to_pass``, ``pass_to_pass``): its outcomes and its ids
+# that count against the score.
+Kinds = Mapping[str, tuple[Mapping[str, Outcome], tuple[str, ...]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TestsOutcome:
+    """One run of the tests, as :meth:`of` reads it, with what the grade names of the
+    workspace (the task's setup and role, the base and the commit whose tests ran)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    fail_to_pass: Mapping[str, Outcome]  # every target's outcome, in the task's order
+    pass_to_pass: Mapping[str, Outcome]
+    failing: tuple[str, ...]  # the targets that did not pass
+    broken: tuple[str, ...]  # the regression tests that did not pass
+    results: Mapping[str, TestResult]  # the report's, by id
+    run: CommandResult | None  # the test command's (setup's when it failed), None: none ran
+    problem: str | None  # why the report is not read or not trusted: the score is 0
+    hidden_files: frozenset[str]  # the hidden tests put in the copy
+    hidden_ids: frozenset[str]  # the task ids in those files: never named, only counted
+    shown: tuple[str, ...]  # the report's ids that messages may name
+    files: RunFiles
+    hidden_changed: bool  # whether the base changed tests.hidden since the merge base
+    partial_credit: bool
+    require_all_pass_to_pass: bool
+    role: Role
+    setup: str | None  # the task's setup command
+    base_ref: str
+    merge_base: str
+    tests_from: str  # the commit whose tests ran: the base tip (issue 19)
+
+    @classmethod
+    def of(
+        cls,
+        workspace: Workspace,
+        config: TestsConfig,
+        *,
+        run: CommandResult | None,
+        results: Mapping[str, TestResult],
+        problem: str | None,
+        hidden: set[str],
+        files: RunFiles,
+        hidden_changed: bool = False,
+    ) -> TestsOutcome:
+        """The outcome of a run: ``hidden`` holds the hidden tests' files, ``problem`` why
+        there are no results; a report the run's exit code contradicts is one too."""
+        f2p = {i: _outcome(results, i) for i in config.fail_to_pass}
+        p2p = {i: _outcome(results, i) for i in config.pass_to_pass}
+        return cls(
+            fail_to_pass=f2p,
+            pass_to_pass=p2p,
+            failing=tuple(i for i, o in f2p.items() if o in _FAILING_F2P),
+            broken=tuple(i for i, o in p2p.items() if o in _BROKEN_P2P),
+            results=results,
+            run=run,
+            problem=_tampered(run, results) if problem is None else problem,
+            hidden_files=frozenset(hidden),
+            hidden_ids=frozenset(i for i in (*f2p, *p2p) if i.split("::", 1)[0] in hidden),
+            shown=_shown(results, hidden),
+            files=files,
+            hidden_changed=hidden_changed,
+            partial_credit=config.partial_credit,
+            require_all_pass_to_pass=config.require_all_pass_to_pass,
+            role=workspace.task.tests_role,
+            setup=workspace.task.setup,
+            base_ref=workspace.base_ref,
+            merge_base=workspace.base,
+            tests_from=workspace.rubric,
+        )
+
+    @property
+    def hidden_ran(self) -> bool:
+        return bool(self.hidden_files)
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None and not self.failing and not self.broken
+
+    @property
+    def kinds(self) -> Kinds:
+        return {
+            "fail_to_pass": (self.fail_to_pass, self.failing),
+            "pass_to_pass": (self.pass_to_pass, self.broken),
+        }
+
+    def is_task_id(self, test_id: str) -> bool:
+        return test_id in self.fail_to_pass or test_id in self.pass_to_pass
+
+
+def _outcome(results: Mapping[str, TestResult], test_id: str) -> Outcome:
+    found = results.get(test_id)
+    return found.outcome if found else Outcome.MISSING
+
+
+def _tampered(run: CommandResult | None, results: Mapping[str, TestResult]) -> str | None:
+    """Why the report cannot be this run's, if it cannot: the runner said that tests
+    failed, and the report has no failure (issue 9). A coverage threshold that fails
+    (pytest-cov, jest) exits with the same code: it belongs outside the test command."""
+    if run is None or run.exit_code != TESTS_FAILED or not results:
+        return None
+    if any(r.outcome in FAILURES for r in results.values()):
+        return None
+    return (
+        f"the test command exited with code {run.exit_code} (tests failed) but the report "
+        "has no failure: the report was altered, or it is not this run's"
+    )
+
+
+def _shown(results: Mapping[str, TestResult], hidden: set[str]) -> tuple[str, ...]:
+    """The ids of the report that messages may name: not those of hidden tests, nor,
+    when hidden tests ran, an id that names no file (Node 20, Go): it may be one of
+    theirs. An id that was not counted is no id of the report."""
+    return tuple(
+        i
+        for i, result in results.items()
+        if result.outcome is not Outcome.MISSING
+        and i.split("::", 1)[0] not in hidden
+        and (not hidden or file_of(i) is not None)
+    )
