@@ -75,25 +75,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"repogym {__version__}")
     # Not required: no command at all gets a line of its own (run_command).
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _grade_options(commands.add_parser("grade", help="grade the work tree against a base branch"))
+    _validate_options(
+        commands.add_parser(
+            "validate", help="check that a task is sound: static checks, empty submission, solution"
+        )
+    )
+    _metrics_options(
+        commands.add_parser("metrics", help="length and complexity of every Python function")
+    )
+    demo = commands.add_parser(
+        "demo", help="grade the bundled example tasks in a temporary repository"
+    )
+    demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
+    return parser
 
-    grade = commands.add_parser("grade", help="grade the work tree against a base branch")
-    grade.add_argument(
+
+def _grade_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--base",
         metavar="REF",
         help="base branch or commit (default: the remote's default branch, else main or master)",
     )
-    grade.add_argument(
+    parser.add_argument(
         "--task", metavar="FILE", type=Path, help="task file to use instead of .repogym.yml at REF"
     )
-    grade.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
+    parser.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
     # Strings, not Paths: Path("") is ".", and an empty --json must be named as such.
-    grade.add_argument("--json", metavar="OUT", help="write the JSON report here")
-    grade.add_argument(
+    parser.add_argument("--json", metavar="OUT", help="write the JSON report here")
+    parser.add_argument(
         "--markdown",
         metavar="OUT",
         help="write the Markdown the GitHub Action posts as its comment here",
     )
-    grade.add_argument(
+    parser.add_argument(
         "-C",
         dest="directory",
         metavar="DIR",
@@ -102,39 +117,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="the work tree (default: the current directory)",
     )
 
-    validate = commands.add_parser(
-        "validate", help="check that a task is sound: static checks, empty submission, solution"
-    )
-    validate.add_argument(
+
+def _validate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--base", metavar="REF", help="the task's base commit (default: as for grade)"
     )
-    validate.add_argument(
+    parser.add_argument(
         "--task", metavar="FILE", type=Path, help="task file instead of .repogym.yml at REF"
     )
-    validate.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
-    validate.add_argument(
+    parser.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
+    parser.add_argument(
         "--solution",
         metavar="REF_OR_PATCH",
         help="a reference solution: a branch, tag or commit, or a patch file to apply to REF",
     )
-    validate.add_argument(
+    parser.add_argument(
         "--repeat", metavar="N", type=int, default=1, help="grade the solution N times (flakiness)"
     )
-    validate.add_argument(
+    parser.add_argument(
         "-C", dest="directory", metavar="DIR", type=Path, default=Path(), help="the repository"
     )
 
-    metrics = commands.add_parser("metrics", help="length and complexity of every Python function")
-    metrics.add_argument(
+
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "paths", nargs="+", metavar="PATH", type=Path, help="Python files or directories"
     )
-    metrics.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
-
-    demo = commands.add_parser(
-        "demo", help="grade the bundled example tasks in a temporary repository"
-    )
-    demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
-    return parser
+    parser.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
