@@ -80,6 +80,15 @@ class Early:
     held: Callable[[], bool]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Exit:
+    """How a command's container ended, as the engine tells it."""
+
+    state: dict[str, Any]  # the container's State
+    timed_out: bool  # it was killed at the timeout
+    started: float  # when it was started (monotonic)
+
+
 @dataclass(slots=True)
 class Command:
     setting: Setting
@@ -96,11 +105,23 @@ class Command:
 
     def go(self, collect: list[Path]) -> CommandResult | None:
         """Run it; None when an early command never reached the command."""
-        api, limits = self.setting.api, self.setting.limits
+        ident = self._create()
+        start = time.monotonic()
+        try:
+            exited = self._attend(ident, collect)
+        finally:
+            elapsed = time.monotonic() - start
+            with contextlib.suppress(Exception):
+                self.setting.api.remove_container(ident, force=True)
+        return None if exited is None else self._result(exited, elapsed)
+
+    def _create(self) -> str:
+        """The command's container, created; its id."""
+        api = self.setting.api
         host = api.create_host_config(
             mounts=self.mounts,
             cpuset_cpus=self.setting.cpuset,
-            **confined(limits, "bridge" if self.setting.networked else "none"),
+            **confined(self.setting.limits, "bridge" if self.setting.networked else "none"),
         )
         argv = [self.command]
         if self.early is not None:
@@ -116,51 +137,65 @@ class Command:
             labels=labels(self.timeout + GRACE),
             host_config=host,
         )
-        ident = created["Id"]
-        start = time.monotonic()
-        timed_out = False
-        try:
-            attach = api.attach_socket(
-                ident, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
-            reader = threading.Thread(target=self._read, args=(attach,), daemon=True)
-            api.start(ident)
-            started = time.monotonic()
-            reader.start()
-            if self.early is not None and not self._hand_over(attach, self.early):
-                return None
-            with contextlib.suppress(OSError, AttributeError):  # (closed by the reader)
-                raw_socket(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
-            deadline = time.monotonic() + self.timeout
-            timed_out = not wait_exit(api, ident, reader, deadline)
-            if timed_out:
-                with contextlib.suppress(Exception):
-                    api.kill(ident)
-                api.wait(ident, timeout=60)
-            reader.join(5)
-            if self.early is not None and self.went is None:
-                return None
-            state = api.inspect_container(ident)["State"]
-            for tree in collect:
-                # A tree beside the work tree is a report's directory: a few files.
-                entries = None if tree == self.cwd else REPORT_ENTRIES
-                self.stderr += copy_out(api, ident, tree, limits.disk, entries).encode()
-        finally:
-            elapsed = time.monotonic() - start
-            with contextlib.suppress(Exception):
-                api.remove_container(ident, force=True)
+        ident: str = created["Id"]
+        return ident
+
+    def _attend(self, ident: str, collect: list[Path]) -> _Exit | None:
+        """Start the container and read its output, hand an early command its tree, wait
+        for the exit (a kill at the timeout) and copy ``collect`` out; None when an early
+        command never reached the command."""
+        api = self.setting.api
+        attach = api.attach_socket(
+            ident, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        )
+        reader = threading.Thread(target=self._read, args=(attach,), daemon=True)
+        api.start(ident)
+        started = time.monotonic()
+        reader.start()
+        if self.early is not None and not self._hand_over(attach, self.early):
+            return None
+        with contextlib.suppress(OSError, AttributeError):  # (closed by the reader)
+            raw_socket(attach).shutdown(socket.SHUT_WR)  # stdin at its end, as /dev/null
+        timed_out = self._wait(ident, reader)
+        reader.join(5)
+        if self.early is not None and self.went is None:
+            return None
+        state = api.inspect_container(ident)["State"]
+        for tree in collect:
+            # A tree beside the work tree is a report's directory: a few files.
+            entries = None if tree == self.cwd else REPORT_ENTRIES
+            self.stderr += copy_out(api, ident, tree, self.setting.limits.disk, entries).encode()
+        return _Exit(state=state, timed_out=timed_out, started=started)
+
+    def _wait(self, ident: str, reader: threading.Thread) -> bool:
+        """Wait for the container's exit until the timeout, then kill it; whether it was
+        killed."""
+        api = self.setting.api
+        deadline = time.monotonic() + self.timeout
+        if wait_exit(api, ident, reader, deadline):
+            return False
+        with contextlib.suppress(Exception):
+            api.kill(ident)
+        api.wait(ident, timeout=60)
+        return True
+
+    def _result(self, exited: _Exit, elapsed: float) -> CommandResult:
+        """What the command did; ``elapsed``: from the container's creation to its removal,
+        its duration when the engine recorded none."""
+        state = exited.state
         own = duration(state)
         if own is not None and self.went is not None:
-            own = max(0.0, own - (self.went - started))  # the unpack and the wait were not its
+            # The unpack and the wait were not its.
+            own = max(0.0, own - (self.went - exited.started))
         if state.get("OOMKilled"):
             self.stderr += (
                 f"\nrepogym: killed: the command went over its memory limit "
-                f"({limits.memory >> 20} MiB, environment.limits.memory)\n"
+                f"({self.setting.limits.memory >> 20} MiB, environment.limits.memory)\n"
             ).encode()
         return CommandResult(
             command=self.command,
-            exit_code=None if timed_out else int(state.get("ExitCode", -1)),
-            timed_out=timed_out,
+            exit_code=None if exited.timed_out else int(state.get("ExitCode", -1)),
+            timed_out=exited.timed_out,
             duration=own if own is not None else elapsed,
             stdout=self.stdout.decode("utf-8", "replace"),
             stderr=self.stderr.decode("utf-8", "replace"),
