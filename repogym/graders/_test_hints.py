@@ -44,9 +44,7 @@ def _missing(outcome: TestsOutcome) -> list[str]:
         for test_id in [
             i
             for i, o in outcomes.items()
-            if o is Outcome.MISSING
-            and i.split("::", 1)[0] not in outcome.hidden_files
-            and i not in outcome.results
+            if o is Outcome.MISSING and i not in outcome.hidden_ids and i not in outcome.results
         ][:MAX_NAMED]
     ]
 
