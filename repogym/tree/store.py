@@ -14,7 +14,6 @@ import hashlib
 import itertools
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import zlib
@@ -136,15 +135,7 @@ class _BlobReader:
     """One ``git cat-file --batch`` for every blob read, rather than a process each."""
 
     def __init__(self, store: Store) -> None:
-        env = {**_git.environment(), **store.env()}
-        self._process = subprocess.Popen(
-            _git.command(["cat-file", "--batch"]),
-            cwd=store.holder,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        self._process = _git.start(["cat-file", "--batch"], store.holder, env=store.env())
 
     def read(self, sha: str) -> bytes:
         assert self._process.stdin is not None and self._process.stdout is not None

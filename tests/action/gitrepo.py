@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.repo import IDENTITY as REPO_IDENTITY
+
 
 @dataclass(frozen=True, slots=True)
 class Symlink:
@@ -33,15 +35,8 @@ class Symlink:
 # What a commit writes: path -> content, None deletes the path.
 Files = Mapping[str, str | bytes | Symlink | None]
 
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "test",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "test",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-}
+# The tests' git identity (tests/repo.py), and no prompt for credentials.
+IDENTITY = {**REPO_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
 
 TOKEN = "ghs_fake"  # the token of a job that names none (FakeGitHub's default)
 
