@@ -186,16 +186,7 @@ def _walk_scope(scope: Any, lines: list[str], is_function: bool) -> tuple[int, l
     expressions: list[Any] = []
     rules, search, global_ = _STATEMENT_RULES, _KEYWORD.search, ast.Global
     if is_function:
-        # The decorators and the signature, read up to where the body begins (a column
-        # counts UTF-8 bytes, never fewer than characters: the text can only be longer).
-        first = scope.decorator_list[0].lineno if scope.decorator_list else scope.lineno
-        body = scope.body[0]
-        text = (
-            "\n".join(lines[first - 1 : body.lineno - 1])
-            + lines[body.lineno - 1][: body.col_offset]
-        )
-        if ("or" in text or "if" in text or "and" in text) and search(text):
-            _push_fields(expressions, scope, rules[type(scope)][2])
+        _push_signature(expressions, scope, lines)
     push = expressions.append
     while blocks:
         for node in blocks.pop():
@@ -210,15 +201,23 @@ def _walk_scope(scope: Any, lines: list[str], is_function: bool) -> tuple[int, l
                 nested.append(node)
             elif is_function and header:  # a simple statement: only expressions below it
                 complexity += weight
-                first, last = node.lineno, node.end_lineno
-                text = lines[first - 1] if first == last else "\n".join(lines[first - 1 : last])
+                text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
                 if ("or" in text or "if" in text or "and" in text) and search(text):
                     push(node)
             elif type(node) is global_:
                 declared_global.update(node.names)
-    if expressions:
-        complexity += _expression_complexity(expressions)
-    return complexity, nested, declared_global
+    return complexity + _expression_complexity(expressions), nested, declared_global
+
+
+def _push_signature(stack: list[Any], function: Any, lines: list[str]) -> None:
+    """Push the decorators, defaults and annotations of ``function`` if its text, read
+    up to where the body begins, may branch (a column counts UTF-8 bytes, never fewer
+    than characters: the text can only be longer)."""
+    first = function.decorator_list[0].lineno if function.decorator_list else function.lineno
+    body = function.body[0]
+    text = "\n".join(lines[first - 1 : body.lineno - 1]) + lines[body.lineno - 1][: body.col_offset]
+    if ("or" in text or "if" in text or "and" in text) and _KEYWORD.search(text):
+        _push_fields(stack, function, _STATEMENT_RULES[type(function)][2])
 
 
 def _push_fields(stack: list[Any], node: ast.AST, fields: tuple[str, ...]) -> None:

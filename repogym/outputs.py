@@ -252,8 +252,13 @@ def _output_problem(text: str, example: str) -> str | None:
         if os.access(path, os.W_OK):
             return None
         return "cannot be written (permission denied); choose a path you may write to"
-    start = Path(os.path.realpath(path)) if path.is_symlink() else path
-    for directory in start.parents:
+    return _directory_problem(Path(os.path.realpath(path)) if path.is_symlink() else path)
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Why no file can be created at ``path``: the nearest directory on its way that
+    exists is not a directory, or not one we may create files in."""
+    for directory in path.parents:
         try:
             status = directory.stat()
         except (FileNotFoundError, NotADirectoryError):

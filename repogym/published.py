@@ -155,25 +155,30 @@ def _test_messages(component: Mapping[str, Any], details: Mapping[str, Any]) -> 
     old = [m for m in messages if isinstance(m, str)] if isinstance(messages, list) else []
     if old and old[0].startswith("score 0: "):
         return [f"score 0: no test could be counted{_command(details)}; the reason is {NOT_SHOWN}"]
-    lines = []
     hidden = _hidden(details)
-    for kind in _KINDS:
-        outcomes = _outcomes(details, kind)
-        if not outcomes:
-            continue
-        bad = [i for i, o in outcomes.items() if o != PASSED]
-        if kind == "fail_to_pass":
-            lines.append(f"{kind}: {len(outcomes) - len(bad)} of {len(outcomes)} passed")
-        else:
-            lines.append(f"{kind}: {len(bad)} of {len(outcomes)} broken")
-        public = [i for i in bad if i not in hidden]
-        lines += [f"{kind} {outcomes[i]}: {shown_path(i)}" for i in public[:MAX_NAMED]]
-        if len(public) > MAX_NAMED:
-            lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
-        if len(bad) > len(public):
-            lines.append(f"{kind}: {counted(len(bad) - len(public), 'hidden test')} not passing")
+    lines = [line for kind in _KINDS for line in _kind_lines(kind, details, hidden)]
     warned = [m for m in old if _WARNING.fullmatch(m)]
     return lines + [_WARNING_CODE.sub(f"exited with a {NON_ZERO} code", m) for m in warned]
+
+
+def _kind_lines(kind: str, details: Mapping[str, Any], hidden: set[str]) -> list[str]:
+    """The count of one kind of target, then the public ids that did not pass, at most
+    ``MAX_NAMED`` of them, and how many hidden ones did not."""
+    outcomes = _outcomes(details, kind)
+    if not outcomes:
+        return []
+    bad = [i for i, o in outcomes.items() if o != PASSED]
+    if kind == "fail_to_pass":
+        lines = [f"{kind}: {len(outcomes) - len(bad)} of {len(outcomes)} passed"]
+    else:
+        lines = [f"{kind}: {len(bad)} of {len(outcomes)} broken"]
+    public = [i for i in bad if i not in hidden]
+    lines += [f"{kind} {outcomes[i]}: {shown_path(i)}" for i in public[:MAX_NAMED]]
+    if len(public) > MAX_NAMED:
+        lines.append(f"{kind}: {len(public) - MAX_NAMED} more not listed")
+    if len(bad) > len(public):
+        lines.append(f"{kind}: {counted(len(bad) - len(public), 'hidden test')} not passing")
+    return lines
 
 
 def _command(details: Mapping[str, Any]) -> str:

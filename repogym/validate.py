@@ -231,22 +231,34 @@ def _check_solution(
             if repeat > 1
             else "the reference solution"
         )
-        if graded.passed and graded.score >= threshold:
-            result.ok(f"{label} passes: {graded.summary()}")
-        else:
-            failing = [c.name for c in graded.components if not c.passed]
-            # Every message, each on a line of its own: a task author fixing ids needs
-            # each missing one and its hint, not the first three.
-            reasons = "".join(
-                "\n" + textwrap.indent(f"{c.name}: {m}", "  ")
-                for c in graded.components
-                if not c.passed
-                for m in c.messages
-            )
-            result.problem(
-                f"{label} does not pass: {graded.summary()}; "
-                f"failing: {', '.join(failing) or 'the pass threshold'}{reasons}"
-            )
+        _check_attempt(result, graded, label, threshold)
+    _check_runs(result, outcomes, speedups, repeat)
+
+
+def _check_attempt(result: Validation, graded: GradeResult, label: str, threshold: float) -> None:
+    if graded.passed and graded.score >= threshold:
+        result.ok(f"{label} passes: {graded.summary()}")
+        return
+    failing = [c.name for c in graded.components if not c.passed]
+    # Every message, each on a line of its own: a task author fixing ids needs each
+    # missing one and its hint, not the first three.
+    reasons = "".join(
+        "\n" + textwrap.indent(f"{c.name}: {m}", "  ")
+        for c in graded.components
+        if not c.passed
+        for m in c.messages
+    )
+    result.problem(
+        f"{label} does not pass: {graded.summary()}; "
+        f"failing: {', '.join(failing) or 'the pass threshold'}{reasons}"
+    )
+
+
+def _check_runs(
+    result: Validation, outcomes: dict[str, set[str]], speedups: list[float], repeat: int
+) -> None:
+    """What the runs of the solution showed together: the tests whose outcome changed,
+    and the range of the speed-ups."""
     flaky = sorted(test_id for test_id, seen in outcomes.items() if len(seen) > 1)
     for test_id in flaky:
         result.problem(

@@ -270,14 +270,19 @@ class ContainerRunner:
             keeper = next((k for k in self._keepers if not k.container), None)
             new = [tree for tree in trees if tree not in self._volumes]
             full = [tree for tree in new if any(tree.iterdir())]
-            if keeper is None or not new or len(new) > len(keeper.free) or len(full) > 1:
-                return None
-            if full and (full[0] not in writes or not within(full[0], self.limits.memory // 8)):
+            if keeper is None or not self._fits(keeper, new, full, writes):
                 return None
             for tree in new:
                 self._volumes[tree] = keeper.free.pop()
         early = Early(tree=full[0] if full else None, held=lambda: self._hold(keeper))
         return early, keeper, new
+
+    def _fits(self, keeper: Keeper, new: list[Path], full: list[Path], writes: set[Path]) -> bool:
+        """Whether ``keeper`` has a free volume for each of the ``new`` trees, and at most
+        one of them (``full``) has files: one the command writes, small enough to unpack."""
+        if not new or len(new) > len(keeper.free) or len(full) > 1:
+            return False
+        return not full or (full[0] in writes and within(full[0], self.limits.memory // 8))
 
     def _hold(self, keeper: Keeper) -> bool:
         """Wait for the first keeper's start (in slices: a cancel's signal is handled at

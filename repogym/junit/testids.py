@@ -301,16 +301,21 @@ class _Namer:
             python = self._python_without_file(case)
             if python is not None:
                 return python
-        # A testcase named after its file stands for a test file that failed to load
-        # (Node names it by its absolute path; jest-junit writes two such testcases).
         if _is_node(case):
-            if not case.suites and file is None and (path := self._path_named(case.name)):
-                return path, True
-            return _join(file, *case.suites, case.name), False
+            return self._node(case, file)
+        # A testcase named after its file stands for a test file that failed to load.
         if file is not None and self._file(case.name) == file:
             return file, True
         scope = case.classname or (case.suites[-1] if case.suites and file is None else "")
         return _join(file, scope, case.name), False
+
+    def _node(self, case: Case, file: str | None) -> tuple[str, bool]:
+        """A Node case's id: its file, its suites and its name. One named after its file
+        stands for a test file that failed to load (Node names it by its absolute path;
+        jest-junit writes two such testcases)."""
+        if not case.suites and file is None and (path := self._path_named(case.name)):
+            return path, True
+        return _join(file, *case.suites, case.name), False
 
     # Python: pytest and unittest
 

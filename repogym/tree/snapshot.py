@@ -22,6 +22,7 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 from repogym.tree import git as _git
 from repogym.tree.links import SymlinkLoop, resolve
@@ -136,11 +137,7 @@ def _read_work_tree(
         elif stat.S_ISREG(info.st_mode):
             size += info.st_size + _BLOCK
             mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
-            if (
-                known is not None
-                and known.mode == mode
-                and _unchanged(info, stats.get(path), racy_from)
-            ):
+            if _unchanged(known, mode, info, stats.get(path), racy_from):
                 entries[path] = known  # as git itself trusts its index: by stat
                 continue
             entries[path] = Entry(mode, "")
@@ -202,13 +199,16 @@ _DEBUG_ENTRY = re.compile(
 _Stat = tuple[int, int, int]
 
 
-def _unchanged(info: os.stat_result, recorded: _Stat | None, racy_from: int) -> bool:
-    """Whether the index's sha still holds for a file with this stat: same mtime, size
-    and inode, and not modified in the index's own last instant (git's racy check).
+def _unchanged(
+    known: Entry | None, mode: str, info: os.stat_result, recorded: _Stat | None, racy_from: int
+) -> TypeGuard[Entry]:
+    """Whether the index's entry ``known`` still holds for a file of this mode and stat:
+    same mode, mtime, size and inode, and not modified in the index's own last instant
+    (git's racy check).
 
     The index is the submission's to write (RepoEnv's agent can): a lie only makes the
     snapshot hold the index's blob, which is then also what the copies run."""
-    if recorded is None:
+    if known is None or recorded is None or known.mode != mode:
         return False
     mtime, size, inode = recorded
     same = (info.st_mtime_ns, info.st_size & 0xFFFFFFFF, info.st_ino & 0xFFFFFFFF) == (
