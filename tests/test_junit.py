@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 import repogym.junit
-import repogym.junit.reader
+import repogym.junit.parser
 from repogym.junit import MAX_MESSAGE, Case, JUnitError, Limits, Outcome, iter_cases
 
 
@@ -407,7 +407,7 @@ def test_a_large_report_in_document_order(tmp_path: Path) -> None:
 def test_cases_are_yielded_before_the_whole_file_is_read(tmp_path: Path) -> None:
     # The end of the file is broken: the first cases come out before that is known.
     path = report(tmp_path, generated(5_000, broken_end=True))
-    assert path.stat().st_size > 4 * repogym.junit.reader._CHUNK
+    assert path.stat().st_size > 4 * repogym.junit.parser._CHUNK
     assert next(iter_cases(path)).name == "test_0"
     with pytest.raises(
         JUnitError, match=r"not well-formed XML: unclosed token at line 6503, column 1$"
@@ -441,7 +441,7 @@ def test_chunk_boundaries_change_nothing(tmp_path: Path, monkeypatch: pytest.Mon
         ("long", Outcome.SKIPPED, "y" * MAX_MESSAGE, False),
     ]
     for size in (1, 2, 7, 64):
-        monkeypatch.setattr(repogym.junit.reader, "_CHUNK", size)
+        monkeypatch.setattr(repogym.junit.parser, "_CHUNK", size)
         assert cases(tmp_path, xml) == whole
 
 
@@ -452,7 +452,7 @@ def test_chunk_boundaries_change_nothing(tmp_path: Path, monkeypatch: pytest.Mon
 # mismatch names the seed: ``generate(seed)`` rebuilds its document.
 
 DOCUMENTS = 800
-CHUNKS = (1, 17, 4096, repogym.junit.reader._CHUNK)  # 1 splits every token and character
+CHUNKS = (1, 17, 4096, repogym.junit.parser._CHUNK)  # 1 splits every token and character
 SMALL = 16_000  # documents above this many bytes skip the tiny chunks (they only cost time)
 
 SPACES = [" ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\x85", "\u2028", "&#10;", "&#x3000;"]
@@ -690,14 +690,14 @@ def test_random_reports_whatever_the_chunks(
         data = documents[seed]
         path.write_bytes(data)
         where = f"seed {seed}: generate({seed}) is\n{data!r}"
-        monkeypatch.setattr(repogym.junit.reader, "_CHUNK", CHUNKS[-1])
+        monkeypatch.setattr(repogym.junit.parser, "_CHUNK", CHUNKS[-1])
         expected = read(path)
         if expected[1] is None:
             assert expected[0] == repr(tree_cases(data)), f"not the rules' cases, {where}"
         for chunk in CHUNKS[:-1]:
             if chunk < 17 and len(data) > SMALL:
                 continue
-            monkeypatch.setattr(repogym.junit.reader, "_CHUNK", chunk)
+            monkeypatch.setattr(repogym.junit.parser, "_CHUNK", chunk)
             result = read(path)
             if result[1] is None or expected[1] is None:  # cases read: all of them
                 assert result == expected, f"chunks of {chunk} changed the cases, {where}"

@@ -1,7 +1,9 @@
-"""JUnit XML: reading a report the submission's commands wrote (:mod:`.reader`, through
-:mod:`.file`, which opens it safely), and naming its cases as test ids (:mod:`.testids`)."""
+"""JUnit XML: reading a report the submission's commands wrote (:mod:`.parser`, through
+:mod:`.file`, which opens it safely) into records (:mod:`.reader`), and naming its cases as
+test ids (:mod:`.testids`)."""
 
 from repogym.errors import JUnitError
-from repogym.junit.reader import LIMITS, MAX_MESSAGE, Case, Limits, Outcome, iter_cases
+from repogym.junit.parser import iter_cases
+from repogym.junit.reader import LIMITS, MAX_MESSAGE, Case, Limits, Outcome
 
 __all__ = ["LIMITS", "MAX_MESSAGE", "Case", "JUnitError", "Limits", "Outcome", "iter_cases"]

@@ -22,12 +22,12 @@ import pytest
 
 import repogym.junit
 import repogym.junit.file
-import repogym.junit.reader
+import repogym.junit.parser
 from repogym.junit import LIMITS, Case, JUnitError, Limits, iter_cases
 from tests.repo import Repo
 
 MiB = 1 << 20
-CHUNK = repogym.junit.reader._CHUNK
+CHUNK = repogym.junit.parser._CHUNK
 
 
 @dataclass
