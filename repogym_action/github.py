@@ -14,27 +14,24 @@ names as the maker of the check run this run started, or, with no check run,
 ``github-actions[bot]`` (a workflow's ``GITHUB_TOKEN``; an installation token cannot ask
 who it is). A comment of any other account, a bot's included, is never taken for its own.
 
-The client remembers the check runs it started and has not completed, so that a run
-cut short (a cancelled job) can complete them as ``cancelled``: :meth:`GitHub.cancel_checks`,
-with requests of their own that wait for nothing (no retry, a short timeout).
+The check runs are :mod:`repogym_action.checks`'s: :class:`GitHub`, the one client the rest
+of the Action uses, hands its check-run methods to a :class:`~repogym_action.checks.Checks`
+over the same repository object, and learns from the check run it started which app's bot
+account writes its comments.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
-import functools
 import logging
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from github import Auth, Github, GithubException
-from github.CheckRun import CheckRun
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 
+from repogym_action.checks import CheckRef, Checks, Conclusion
 from repogym_action.event import PullRequest
 from repogym_action.retry import (
     RETRIES,
@@ -46,37 +43,8 @@ from repogym_action.retry import (
     post_once,
 )
 
-# GitHub: at most 50 annotations per request; more are sent by further updates.
-ANNOTATIONS_PER_REQUEST = 50
-# A cancelled run's requests (the runner kills the step a few seconds after the cancel):
-# each may take this long, in seconds, and is sent once.
-CANCEL_TIMEOUT = 3
 # Who writes with a workflow's GITHUB_TOKEN (an installation token, which GET /user refuses).
 ACTIONS_BOT = "github-actions[bot]"
-
-T = TypeVar("T")
-# How a check run this Action makes is completed.
-Conclusion = Literal["success", "failure", "cancelled"]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckRef:
-    """A check run the Action made: its id and page."""
-
-    id: int
-    html_url: str
-    app_slug: str | None = None  # the GitHub App GitHub says made it (the token's)
-
-
-@dataclass(slots=True)
-class _OpenCheck:
-    """A check run this client started and has not completed; ``ref`` is None while
-    the POST that makes it has no answer yet."""
-
-    name: str
-    head_sha: str
-    external_id: str
-    ref: CheckRef | None = None
 
 
 def comment_marker(check_name: str, run: str) -> tuple[str, str]:
@@ -109,9 +77,6 @@ class GitHub:
         # retries POST, which could post a comment twice: here only reads and PATCH are.
         self._budget = budget or WaitBudget()
         self._secondary_wait = secondary_wait
-        self._api_url = api_url.rstrip("/")
-        self._token = token
-        self._open: list[_OpenCheck] = []
         retry = BudgetRetry(
             budget=self._budget,
             total=RETRIES,
@@ -134,6 +99,14 @@ class GitHub:
         logging.getLogger("github").propagate = False
         self.repository = repository
         self._repo = self._github.get_repo(repository)
+        self._checks = Checks(
+            self._repo,
+            api_url=api_url.rstrip("/"),
+            token=token,
+            repository=repository,
+            budget=self._budget,
+            secondary_wait=secondary_wait,
+        )
         self._login: str | bool | None = False  # a personal token's user; False: not asked yet
         self._app_slug: str | None = None  # the app of an installation token, once known
         # Set when a posted comment's author was not the account expected (no check run).
@@ -192,45 +165,15 @@ class GitHub:
     def start_check(
         self, *, name: str, head_sha: str, external_id: str, details_url: str
     ) -> CheckRef:
-        """A check run ``name`` on ``head_sha``, ``in_progress`` from now on.
-
-        ``external_id`` (the workflow run and attempt) finds it again when the POST
-        failed after GitHub made it.
-        """
-        started = datetime.datetime.now(datetime.timezone.utc)
-        opened = _OpenCheck(name=name, head_sha=head_sha, external_id=external_id)
-
-        def create() -> CheckRun:
-            return self._repo.create_check_run(
-                name=name,
-                head_sha=head_sha,
-                status="in_progress",
-                started_at=started,
-                external_id=external_id,
-                details_url=details_url,
-            )
-
-        def find() -> CheckRun | None:
-            runs = self._repo.get_commit(head_sha).get_check_runs(check_name=name)
-            return next((r for r in runs if r.external_id == external_id), None)
-
-        self._open.append(opened)  # from before the POST: a cancel may come during it
-        try:
-            run = post_once(
-                f"create check run {name!r}",
-                create,
-                find,
-                budget=self._budget,
-                secondary_wait=self._secondary_wait,
-            )
-        except ApiError:
-            self._open.remove(opened)
-            raise
-        slug = run.app.slug if run.app is not None else None  # set by the answer: no request
-        opened.ref = CheckRef(id=run.id, html_url=run.html_url, app_slug=slug)
+        """:meth:`Checks.start_check <repogym_action.checks.Checks.start_check>`; the app
+        GitHub names as its maker is from now on whose bot account writes the comments."""
+        ref = self._checks.start_check(
+            name=name, head_sha=head_sha, external_id=external_id, details_url=details_url
+        )
+        slug = ref.app_slug
         if isinstance(slug, str) and slug:
             self._app_slug = slug  # whose bot account writes this token's comments
-        return opened.ref
+        return ref
 
     def finish_check(
         self,
@@ -242,111 +185,21 @@ class GitHub:
         text: str,
         annotations: Sequence[dict[str, Any]],
     ) -> None:
-        """Complete ``check`` with ``conclusion``; its annotations sent 50 per request,
-        the last batch with the completion, so the check is done only with all of them."""
-        run = self._repo.get_check_run(check.id)
-        batches = list(_batches(annotations, ANNOTATIONS_PER_REQUEST)) or [[]]
-        output = {"title": title, "summary": summary, "text": text}
-        last = {**output, "annotations": batches[-1]} if batches[-1] else output
-        try:
-            for batch in batches[:-1]:
-                call_api(
-                    "update check run",
-                    functools.partial(run.edit, output={**output, "annotations": batch}),
-                )
-            self._complete(run, conclusion, last)
-        except ApiError as error:
-            # Never leave the check spinning: complete it with what surely fits, then
-            # still report the failure.
-            short = {
-                "title": title,
-                "summary": f"The full report could not be sent to GitHub ({error.lines[0]}); "
-                "the workflow run's job summary has it.",
-            }
-            with contextlib.suppress(ApiError):
-                self._complete(run, conclusion, short)
-                self._completed(check)
-            raise
-        self._completed(check)
-
-    def _completed(self, check: CheckRef) -> None:
-        self._open = [o for o in self._open if o.ref is None or o.ref.id != check.id]
-
-    @staticmethod
-    def _complete(run: CheckRun, conclusion: Conclusion, output: dict[str, Any]) -> None:
-        done = datetime.datetime.now(datetime.timezone.utc)
-        call_api(
-            "complete check run",
-            lambda: run.edit(
-                status="completed", conclusion=conclusion, completed_at=done, output=output
-            ),
+        """:meth:`Checks.finish_check <repogym_action.checks.Checks.finish_check>`."""
+        self._checks.finish_check(
+            check,
+            conclusion=conclusion,
+            title=title,
+            summary=summary,
+            text=text,
+            annotations=annotations,
         )
 
     def cancel_checks(
         self, *, title: str, summary: str, conclusion: Conclusion = "cancelled"
     ) -> tuple[int, list[str]]:
-        """Complete every check run this client started and has not completed as
-        ``cancelled`` (or ``conclusion``: ``failure`` after an error nothing else caught,
-        issue 19), with ``title`` and ``summary``: how many it completed, and a line for
-        each it could not.
-
-        For a cancelled run, so bounded: a client of its own (the run's may be midway
-        through a request), no retry, no wait, :data:`CANCEL_TIMEOUT` seconds a request.
-        One PATCH each; a check run whose POST had no answer yet is looked for first
-        (by name and ``external_id``), and left alone when it is not there.
-        """
-        client = Github(
-            base_url=self._api_url,
-            auth=Auth.Token(self._token),
-            retry=0,
-            timeout=CANCEL_TIMEOUT,
-            lazy=True,
-            seconds_between_requests=None,
-            seconds_between_writes=None,
-            user_agent="repogym-action",
-        )
-        done, problems = 0, []
-        try:
-            repo = client.get_repo(self.repository)
-            for opened in list(self._open):
-                try:
-                    run = self._cancel_one(repo, opened, title, summary, conclusion)
-                except ApiError as error:
-                    problems.append(error.lines[0])
-                    continue
-                self._open.remove(opened)
-                done += run
-        finally:
-            client.close()
-        return done, problems
-
-    @staticmethod
-    def _cancel_one(
-        repo: Any, opened: _OpenCheck, title: str, summary: str, conclusion: Conclusion
-    ) -> int:
-        """``opened`` completed as ``conclusion``: 1, or 0 when it turns out never made."""
-        if opened.ref is not None:
-            run = repo.get_check_run(opened.ref.id)  # lazy: no request
-        else:
-            runs = call_api(
-                "look for the check run",
-                lambda: list(
-                    repo.get_commit(opened.head_sha).get_check_runs(check_name=opened.name)
-                ),
-            )
-            found = [r for r in runs if r.external_id == opened.external_id]
-            if not found:
-                return 0
-            run = found[0]
-        done = datetime.datetime.now(datetime.timezone.utc)
-        output = {"title": title, "summary": summary}
-        call_api(
-            f"complete check run as {conclusion}",
-            lambda: run.edit(
-                status="completed", conclusion=conclusion, completed_at=done, output=output
-            ),
-        )
-        return 1
+        """:meth:`Checks.cancel_checks <repogym_action.checks.Checks.cancel_checks>`."""
+        return self._checks.cancel_checks(title=title, summary=summary, conclusion=conclusion)
 
     # -- the sticky comment ---------------------------------------------------------
 
@@ -445,8 +298,3 @@ def _pull_request(pull: Any) -> PullRequest:
         state=pull.state,
         default_branch=pull.base.repo.default_branch,
     )
-
-
-def _batches(items: Sequence[T], size: int) -> Iterator[list[T]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])

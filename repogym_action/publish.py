@@ -32,9 +32,10 @@ from repogym.render_process import render_texts
 from repogym.report import error_report, to_json
 from repogym.tree.links import LinkInTree
 from repogym_action.annotations import one_line, to_annotations
+from repogym_action.checks import CheckRef, Conclusion
 from repogym_action.commands import Commands, append_summary, write_outputs
 from repogym_action.event import PullRequest, Target
-from repogym_action.github import CheckRef, Conclusion, GitHub, comment_marker
+from repogym_action.github import GitHub, comment_marker
 from repogym_action.grade import Graded
 from repogym_action.retry import ApiError
 from repogym_action.settings import CommentMode, RunContext, Settings

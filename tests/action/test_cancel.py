@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from repogym_action.github import GitHub, _OpenCheck
+from repogym_action.checks import _OpenCheck
+from repogym_action.github import GitHub
 from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull
 from tests.action.job import Job, Step
@@ -217,7 +218,9 @@ def test_a_check_run_whose_post_had_no_answer_is_looked_for(job: Job) -> None:
             name="repogym", head_sha=sha, external_id="9-1-grade", details_url=job.fake.server_url
         )
         # What start_check records before its POST.
-        github._open.append(_OpenCheck(name="repogym", head_sha=sha, external_id="9-1-grade"))
+        github._checks._open.append(
+            _OpenCheck(name="repogym", head_sha=sha, external_id="9-1-grade")
+        )
         assert github.cancel_checks(title="t", summary="s") == (1, [])
         assert github.cancel_checks(title="t", summary="s") == (0, [])  # none left open
     finally:
