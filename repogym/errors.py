@@ -13,7 +13,7 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     │   ├── TemplateFilesError      a template directory (repogym.template_files)
     │   ├── SettingsError           the Action's inputs (repogym_action.settings)
     │   ├── CheckoutError           the workspace actions/checkout left, fetching the
-    │   │                           commits (repogym_action.checkout)
+    │   │                           commits (repogym_action.gitcall)
     │   └── EventError              the event the run is for (repogym_action.event)
     │       └── ArtifactError       a report uploaded for publish mode
     │                               (repogym_action.publish_mode)

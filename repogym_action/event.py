@@ -8,7 +8,7 @@ the group's head and base, and has no pull request to comment on (issue 10, "Eve
 
 The shas here are the event's: base is the base branch's tip when the event fired, head
 the pull request's head. Their merge base, the baseline, is found later, by
-:mod:`repogym_action.checkout`, in a history deep enough to hold it.
+:mod:`repogym_action.fetch`, in a history deep enough to hold it.
 """
 
 from __future__ import annotations

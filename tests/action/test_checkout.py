@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import repogym
-from repogym_action.checkout import Checkout, CheckoutError, prepare
+from repogym_action.checkout import Checkout, prepare
 from repogym_action.event import PullRequest, Target
+from repogym_action.gitcall import CheckoutError
 from repogym_action.settings import GIT_PASSED
 from tests.action.gitrepo import (
     EXTRAHEADER,
