@@ -22,7 +22,7 @@ def _version() -> str:
 # The API is imported when first used (PEP 562), so that `import repogym.junit` alone,
 # say, does not load the task schema and its dependencies.
 _EXPORTS = {
-    "ApplyPatch": "repogym.env",
+    "ApplyPatch": "repogym.actions",
     "CompositeGrader": "repogym.graders",
     "ConstraintGrader": "repogym.graders",
     "EnvError": "repogym.errors",
@@ -34,12 +34,12 @@ _EXPORTS = {
     "JUnitError": "repogym.errors",
     "PerfGrader": "repogym.graders",
     "QualityGrader": "repogym.graders",
-    "ReadFile": "repogym.env",
+    "ReadFile": "repogym.actions",
     "RepoEnv": "repogym.env",
     "RepogymError": "repogym.errors",
     "Role": "repogym.models",
-    "RunCommand": "repogym.env",
-    "Submit": "repogym.env",
+    "RunCommand": "repogym.actions",
+    "Submit": "repogym.actions",
     "Task": "repogym.task",
     "TaskFile": "repogym.task",
     "TaskError": "repogym.errors",
@@ -48,7 +48,7 @@ _EXPORTS = {
     "UsageError": "repogym.errors",
     "Workspace": "repogym.workspace",
     "WorkspaceError": "repogym.errors",
-    "WriteFile": "repogym.env",
+    "WriteFile": "repogym.actions",
     "grade": "repogym.grading",
     "load_task": "repogym.task",
     "parse_task": "repogym.task",
@@ -56,14 +56,8 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     __version__: str
-    from repogym.env import (
-        ApplyPatch,
-        ReadFile,
-        RepoEnv,
-        RunCommand,
-        Submit,
-        WriteFile,
-    )
+    from repogym.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
+    from repogym.env import RepoEnv
     from repogym.errors import (
         EnvError,
         JUnitError,

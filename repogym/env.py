@@ -16,102 +16,34 @@ import stat
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from repogym._words import counted
+from repogym.actions import (
+    ACTIONS,
+    Action,
+    ApplyPatch,
+    Observation,
+    ReadFile,
+    RunCommand,
+    Step,
+    Submit,
+    WriteFile,
+)
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.environment import prepare
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
-from repogym.runner import CommandResult, Runner, check_timeout
+from repogym.runner import CommandResult, Runner
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.links import LinkInTree, open_regular
 from repogym.workspace import Workspace, clone_at
 
-DEFAULT_TIMEOUT = 300.0  # seconds a RunCommand may take unless it says otherwise
 _APPLY_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class RunCommand:
-    """Run a shell command in the workspace through the task's :class:`Runner`."""
-
-    command: str
-    timeout: float = DEFAULT_TIMEOUT
-
-    def __post_init__(self) -> None:
-        _require(self, "command", str)
-        timeout = self.timeout
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"RunCommand timeout must be a number, not {type(timeout).__name__}")
-        check_timeout(timeout, "RunCommand timeout")
-
-
-@dataclass(frozen=True, slots=True)
-class ReadFile:
-    """Read a file of the workspace (UTF-8, undecodable bytes replaced)."""
-
-    path: str
-
-    def __post_init__(self) -> None:
-        _require(self, "path", str)
-
-
-@dataclass(frozen=True, slots=True)
-class WriteFile:
-    """Create or overwrite a file of the workspace, creating its directories."""
-
-    path: str
-    content: str | bytes
-
-    def __post_init__(self) -> None:
-        _require(self, "path", str)
-        _require(self, "content", (str, bytes))
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyPatch:
-    """Apply a unified diff (``a/`` and ``b/`` prefixes) with ``git apply``."""
-
-    patch: str
-
-    def __post_init__(self) -> None:
-        _require(self, "patch", str)
-
-
-def _require(action: object, field: str, kinds: type | tuple[type, ...]) -> None:
-    """A TypeError naming the action, the field and what it takes, when it is not that."""
-    value = getattr(action, field)
-    if not isinstance(value, kinds):
-        names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
-        raise TypeError(
-            f"{type(action).__name__} {field} must be {names}, not {type(value).__name__}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Submit:
-    """Grade the workspace and end the episode."""
-
-
-Action = RunCommand | ReadFile | WriteFile | ApplyPatch | Submit
-_ACTIONS = (RunCommand, ReadFile, WriteFile, ApplyPatch, Submit)
-
-
-class Observation(TypedDict):
-    """What the agent sees after each step (docs/env.md, "Observations")."""
-
-    output: str
-    exit_code: int | None
-    error: str | None
-
-
-Step = tuple[Observation, float, bool, bool, dict[str, Any]]
 _Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
 _State = Literal["new", "running", "ended", "closed"]
 _NOT_RUNNING = {
@@ -350,8 +282,8 @@ class RepoEnv:
     def _check_can_step(self, action: object) -> None:
         if self._state != "running":
             raise EnvError(f"RepoEnv.step() {_NOT_RUNNING[self._state]}")
-        if not isinstance(action, _ACTIONS):
-            names = ", ".join(kind.__name__ for kind in _ACTIONS)
+        if not isinstance(action, ACTIONS):
+            names = ", ".join(kind.__name__ for kind in ACTIONS)
             raise EnvError(f"RepoEnv.step() takes {names}; got {type(action).__name__}")
 
     def _target(self, path: str) -> Path:

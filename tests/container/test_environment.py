@@ -19,8 +19,9 @@ import docker
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
+from repogym.actions import RunCommand, Submit, WriteFile
 from repogym.container.engine import LABEL
-from repogym.env import RepoEnv, RunCommand, Submit, WriteFile
+from repogym.env import RepoEnv
 from tests.envimage import python_image
 from tests.repo import IDENTITY
 from tests.waiting import BACKSTOP

@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from repogym.env import ReadFile, RepoEnv, RunCommand, Submit, WriteFile
+from repogym.actions import ReadFile, RunCommand, Submit, WriteFile
+from repogym.env import RepoEnv
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeResult
 
