@@ -28,7 +28,7 @@ from repogym._demo import build_example_repo, example_names, skipped
 from repogym._words import counted
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
-from repogym.metrics import measure_file
+from repogym.metrics import measure_file, measuring_many
 from repogym.outputs import output_problems, write_outputs
 from repogym.render import render
 from repogym.report import error_report, report_dict, text_table, to_json, user_error_report
@@ -313,36 +313,37 @@ def _metrics(args: argparse.Namespace) -> int:
             files.append(path)
         else:
             raise UsageError(f"{path}: no such file or directory")
-    problems = 0
     if not args.json:
         print(f"{'length':>6} {'complexity':>10}  location")
-    for file in files:
-        try:
-            functions = measure_file(file, file.as_posix())
-        except SyntaxError as error:  # too deep a nesting included
-            print(
-                f"repogym: {file}:{error.lineno or 1}: does not parse: {error.msg}",
-                file=sys.stderr,
-            )
-            problems += 1
-            continue
-        except OSError as error:
-            print(f"repogym: {file}: cannot read: {error.strerror}", file=sys.stderr)
-            problems += 1
-            continue
-        for f in functions:
-            if args.json:
-                row = {
-                    "path": f.path,
-                    "line": f.line,
-                    "qualname": f.qualname,
-                    "length": f.length,
-                    "complexity": f.complexity,
-                }
-                print(json.dumps(row))
-            else:
-                print(f"{f.length:>6} {f.complexity:>10}  {f.path}:{f.line} {f.qualname}")
+    with measuring_many():
+        problems = sum(not _print_metrics(file, json_lines=args.json) for file in files)
     return ExitCode.ERROR if problems else ExitCode.PASSED
+
+
+def _print_metrics(file: Path, *, json_lines: bool) -> bool:
+    """Print the measures of ``file``'s functions; False, with the problem on stderr,
+    when it cannot be read or does not parse."""
+    try:
+        functions = measure_file(file, file.as_posix())
+    except SyntaxError as error:  # too deep a nesting included
+        print(f"repogym: {file}:{error.lineno or 1}: does not parse: {error.msg}", file=sys.stderr)
+        return False
+    except OSError as error:
+        print(f"repogym: {file}: cannot read: {error.strerror}", file=sys.stderr)
+        return False
+    for f in functions:
+        if json_lines:
+            row = {
+                "path": f.path,
+                "line": f.line,
+                "qualname": f.qualname,
+                "length": f.length,
+                "complexity": f.complexity,
+            }
+            print(json.dumps(row))
+        else:
+            print(f"{f.length:>6} {f.complexity:>10}  {f.path}:{f.line} {f.qualname}")
+    return True
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 import pathlib
 import textwrap
 import warnings
@@ -541,3 +542,35 @@ def test_code_too_deep_to_parse_is_a_syntax_error_at_line_one(source: str) -> No
     with pytest.raises(SyntaxError) as caught:
         measure_source(source, "deep.py")
     assert (caught.value.lineno, caught.value.msg) == (1, "too deeply nested for Python's parser")
+
+
+class _Cycle:
+    """An object in a reference cycle with itself; ``freed`` is set when it is collected."""
+
+    def __init__(self, freed: list[str]) -> None:
+        self.me = self
+        self._freed = freed
+
+    def __del__(self) -> None:
+        self._freed.append("freed")
+
+
+def test_measuring_many_tunes_the_collector_and_puts_it_back() -> None:
+    before = gc.get_threshold()
+    freed: list[str] = []
+    with metrics.measuring_many():
+        assert gc.get_freeze_count() > 0  # what was loaded before is not walked again
+        assert gc.get_threshold()[0] == 200_000
+        assert measure_source("def f(x):\n    return x or 1\n", "t.py")[0].complexity == 2
+        _Cycle(freed)
+        gc.collect()  # the collector still runs inside and frees the cycles others make
+        assert freed == ["freed"]
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_measuring_many_puts_the_collector_back_when_the_block_raises() -> None:
+    before = gc.get_threshold()
+    with pytest.raises(SyntaxError), metrics.measuring_many():
+        measure_source("def (", "bad.py")
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, 0)
