@@ -245,10 +245,10 @@ class Workspace:
         """``git diff`` of the baseline and the snapshot; ``pathspecs`` with their magic
         (else none is read as a pattern)."""
         snapshot = self._snapshot
-        args = ["diff", "--no-renames", *options, self.base, snapshot.tree, "--", *pathspecs]
+        args = ["diff", "--cached", "--no-renames", *options, self.base, "--", *pathspecs]
         if not pathspecs:
-            return snapshot.store.git(args)
-        env = {**snapshot.store.env(), "GIT_LITERAL_PATHSPECS": "0"}
+            return snapshot.store.git(args, index=snapshot.index)
+        env = {**snapshot.store.env(snapshot.index), "GIT_LITERAL_PATHSPECS": "0"}
         return _git.git(args, snapshot.store.holder, env=env)
 
 

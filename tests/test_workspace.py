@@ -244,6 +244,27 @@ def test_changed_files_sorted_with_every_kind_of_change(repo: Repo) -> None:
     }
 
 
+def test_many_changed_files_are_hashed_by_several_processes_and_each_gets_its_own_blob(
+    repo: Repo,
+) -> None:
+    # Enough files that the snapshot deals them among a hashing process per core
+    # (repogym.tree.snapshot._hash_files); each must still get its own sha, in order.
+    count = 4 * 500 + 7
+    based(repo, {f"d{i % 9}/f{i}.txt": f"base {i}\n" for i in range(count)})
+    repo.write({f"d{i % 9}/f{i}.txt": f"base {i}\nedit {i}\n" for i in range(count)})
+    repo.write({f"new/n{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(50)})
+    ws = Workspace.open(repo.root, base="main")
+    stats = ws.diff_stats()
+    assert len(stats) == count + 50
+    assert all(
+        stats[f"d{i % 9}/f{i}.txt"] == change(f"d{i % 9}/f{i}.txt", "M", 1, 0) for i in range(count)
+    )
+    assert all(stats[f"new/n{i}.txt"].added == i % 5 + 1 for i in range(50))
+    # The tree written on demand is the one git itself makes of the same files.
+    repo.git("add", "-A")
+    assert ws.snapshot().tree == repo.git("write-tree").strip()
+
+
 def test_committed_and_uncommitted_changes_both_count(repo: Repo) -> None:
     sha = based(repo, {"a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n"})
     repo.branch("pr")

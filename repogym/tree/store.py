@@ -172,9 +172,9 @@ def _index_info(entries: Iterable[tuple[str, Entry]]) -> bytes:
     )
 
 
-@contextlib.contextmanager
-def _index_of(store: Store, entries: Iterable[tuple[str, Entry]]) -> Iterator[Path]:
-    """A private index file in ``store`` holding exactly ``entries``, removed after."""
+def write_index(store: Store, entries: Iterable[tuple[str, Entry]]) -> Path:
+    """A new private index file in ``store`` holding exactly ``entries``; the caller
+    removes it (or :meth:`Store.close` does, with the rest of the store)."""
     index = store.holder / f"index-{next(_counter)}"
     try:
         store.git(
@@ -182,15 +182,25 @@ def _index_of(store: Store, entries: Iterable[tuple[str, Entry]]) -> Iterator[Pa
             index=index,
             stdin=_index_info(entries),
         )
+    except BaseException:
+        index.unlink(missing_ok=True)
+        raise
+    return index
+
+
+@contextlib.contextmanager
+def _index_of(store: Store, entries: Iterable[tuple[str, Entry]]) -> Iterator[Path]:
+    """A private index file in ``store`` holding exactly ``entries``, removed after."""
+    index = write_index(store, entries)
+    try:
         yield index
     finally:
         index.unlink(missing_ok=True)
 
 
-def write_tree(store: Store, entries: Mapping[str, Entry]) -> str:
-    """The sha of a tree holding exactly ``entries``."""
-    with _index_of(store, entries.items()) as index:
-        return store.git(["write-tree"], index=index).decode().strip()
+def write_tree(store: Store, index: Path) -> str:
+    """The sha of the tree that the private index file ``index`` holds."""
+    return store.git(["write-tree"], index=index).decode().strip()
 
 
 def tree_entries(store: Store, tree: str) -> dict[str, Entry]:
