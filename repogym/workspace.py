@@ -15,10 +15,8 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import Literal, cast
 
 from repogym.container.runner import ContainerRunner
 from repogym.environment import prepare
@@ -27,24 +25,9 @@ from repogym.runner import Runner
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
+from repogym.tree.changes import FileChange, changes
 from repogym.tree.snapshot import Snapshot, inside
 from repogym.tree.store import Entry, Store, checkout, tree_entries
-
-# git's status letters for a change: added, modified, deleted, type changed (a file that
-# became a link, or the other way round).
-ChangeStatus = Literal["A", "M", "D", "T"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FileChange:
-    """One path the submission changed: ``status`` is git's letter for it (renames are
-    off: a rename is a deletion and an addition)."""
-
-    path: str
-    status: ChangeStatus
-    added: int
-    removed: int
-    binary: bool
 
 
 class Workspace:
@@ -238,8 +221,7 @@ class Workspace:
 
     @cached_property
     def _changes(self) -> dict[str, FileChange]:
-        out = self._git_diff(["--raw", "--numstat", "--no-abbrev", "-z"])
-        return dict(sorted(_parse_raw_numstat(out).items()))
+        return changes(self._git_diff)
 
     def _git_diff(self, options: list[str], pathspecs: Sequence[str] = ()) -> bytes:
         """``git diff`` of the baseline and the snapshot; ``pathspecs`` with their magic
@@ -302,29 +284,6 @@ def _through_link(snapshot: Snapshot, path: str) -> bool:
         (e := snapshot.entries.get("/".join(parts[:i]))) is not None and e.mode == "120000"
         for i in range(1, len(parts))
     )
-
-
-def _parse_raw_numstat(out: bytes) -> dict[str, FileChange]:
-    """Parse ``git diff --raw --numstat -z``: raw records first, then numstat records."""
-    fields = out.decode("utf-8", "surrogateescape").split("\0")
-    status: dict[str, ChangeStatus] = {}
-    changes: dict[str, FileChange] = {}
-    i = 0
-    while i < len(fields) and fields[i].startswith(":"):
-        status[fields[i + 1]] = cast(ChangeStatus, fields[i].split()[-1][0])
-        i += 2
-    while i + 1 < len(fields) and fields[i]:
-        added, removed, path = fields[i].split("\t", 2)
-        binary = added == "-"
-        changes[path] = FileChange(
-            path=path,
-            status=status.get(path, "M"),
-            added=0 if binary else int(added),
-            removed=0 if binary else int(removed),
-            binary=binary,
-        )
-        i += 1
-    return changes
 
 
 def files_under(directory: Path) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 from repogym.errors import WorkspaceError
 from repogym.task import parse_task
 from repogym.tree import git as _git
+from repogym.tree.changes import pathspec_groups
 from repogym.workspace import FileChange, Workspace
 from tests.repo import Repo
 
@@ -244,25 +245,57 @@ def test_changed_files_sorted_with_every_kind_of_change(repo: Repo) -> None:
     }
 
 
-def test_many_changed_files_are_hashed_by_several_processes_and_each_gets_its_own_blob(
-    repo: Repo,
+def test_many_changes_are_read_by_a_git_process_per_core_as_one_would_read_them(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Enough files that the snapshot deals them among a hashing process per core
-    # (repogym.tree.snapshot._hash_files); each must still get its own sha, in order.
+    # Enough changes that the snapshot deals the files to hash among a git process per
+    # core (repogym.tree.snapshot) and the line counts among a git diff per core
+    # (repogym.tree.changes): four of them, whatever this machine has.
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
     count = 4 * 500 + 7
     based(repo, {f"d{i % 9}/f{i}.txt": f"base {i}\n" for i in range(count)})
-    repo.write({f"d{i % 9}/f{i}.txt": f"base {i}\nedit {i}\n" for i in range(count)})
+    repo.write({f"d{i % 9}/f{i}.txt": f"base {i}\n" + "edit\n" * (i % 3 + 1) for i in range(count)})
     repo.write({f"new/n{i}.txt": f"{i}\n" * (i % 5 + 1) for i in range(50)})
+    # A file that became a directory: a pathspec `d0/f0.txt` would also hold the file in it.
+    repo.delete("d0/f0.txt")
+    repo.write({"d0/f0.txt/y": "y\n"})
     ws = Workspace.open(repo.root, base="main")
     stats = ws.diff_stats()
-    assert len(stats) == count + 50
-    assert all(
-        stats[f"d{i % 9}/f{i}.txt"] == change(f"d{i % 9}/f{i}.txt", "M", 1, 0) for i in range(count)
-    )
-    assert all(stats[f"new/n{i}.txt"].added == i % 5 + 1 for i in range(50))
-    # The tree written on demand is the one git itself makes of the same files.
+    # What one git process sees of the same files.
     repo.git("add", "-A")
+    numstat = repo.git("diff", "--cached", "--no-renames", "--numstat", "main").splitlines()
+    statuses = repo.git("diff", "--cached", "--no-renames", "--name-status", "main").splitlines()
+    expected = {
+        path: change(path, status, int(added), int(removed))
+        for (added, removed, path), (status, _) in zip(
+            (line.split("\t") for line in numstat),
+            (line.split("\t") for line in statuses),
+            strict=True,
+        )
+    }
+    assert len(expected) == count + 50 + 1 and "d0/f0.txt/y" in expected
+    assert stats == expected and list(stats) == sorted(stats)
     assert ws.snapshot().tree == repo.git("write-tree").strip()
+
+
+def test_pathspec_groups_hold_each_path_once_and_balance_the_load() -> None:
+    paths = sorted(
+        [f"src/a/{i}" for i in range(300)]
+        + [f"src/b/{i}" for i in range(290)]
+        + ["src/c", "src/c/x", "top"]  # src/c was a file and is now a directory
+    )
+    groups = pathspec_groups(paths, 2)
+
+    def held(path: str) -> list[str]:
+        return [p for g in groups for p in g if path == p or path.startswith(p + "/")]
+
+    assert all(len(held(path)) == 1 for path in paths)
+    assert "src/c" in {p for g in groups for p in g}  # not split: `src/c` holds both
+    sizes = sorted(sum(len(held(p)) for p in paths if held(p)[0] in g) for g in groups)
+    assert sizes == [293, 300]
+    # A flat directory of many files is not cut into thousands of pathspecs: git
+    # would match every entry it walks against each of them.
+    assert pathspec_groups([f"flat/{i}" for i in range(5000)], 4) == [["flat"]]
 
 
 def test_committed_and_uncommitted_changes_both_count(repo: Repo) -> None:
