@@ -12,15 +12,16 @@ import shutil
 import tempfile
 import textwrap
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from repogym._words import counted
-from repogym.errors import RepogymError, UnknownRef, WorkspaceError
+from repogym.errors import CommandNotFound, RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
-from repogym.junit.testids import escape_controls
+from repogym.junit.testids import escape_controls, file_of
 from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import git as _git
@@ -64,7 +65,14 @@ def validate(
         return result  # grading a task that fails its static checks proves nothing
     with tempfile.TemporaryDirectory(prefix="repogym-validate-") as scratch:
         empty = clone_at(repo, sha, Path(scratch) / "empty")
-        _check_empty(result, grade(empty, base=sha, task=loaded, hidden=hidden).result)
+        try:
+            graded = grade(empty, base=sha, task=loaded, hidden=hidden).result
+        except CommandNotFound as error:  # the task's command cannot start at the base
+            for line in error.lines:
+                result.problem(line)
+            return result
+        _check_empty(result, graded)
+        _check_base(result, loaded, graded)
         if solution is not None:
             tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution")
             threshold = loaded.grading.pass_threshold
@@ -138,8 +146,9 @@ def _check_id_characters(result: Validation, task: Task) -> None:
     matches."""
     if task.tests is None:
         return
-    for key in ("fail_to_pass", "pass_to_pass"):
-        for index, test_id in enumerate(getattr(task.tests, key)):
+    lists = {"fail_to_pass": task.tests.target_ids, "pass_to_pass": task.tests.regression_ids}
+    for key, ids in lists.items():
+        for index, test_id in enumerate(ids):
             written = escape_controls(test_id)
             if written == test_id:
                 continue
@@ -188,6 +197,74 @@ def _check_empty(result: Validation, graded: GradeResult) -> None:
         f"{', '.join(credit)}; "
         "a target test must fail (or the limits be violated) at the base"
     )
+
+
+def _check_base(result: Validation, task: Task, graded: GradeResult) -> None:
+    """What the tests did at the base (the empty submission's run, issue 22): the command
+    started and wrote its report; every `pass_to_pass` id is there and passes; every
+    `fail_to_pass` id is there (or its file failed to load) and does not pass, but for
+    hidden tests; `baseline` found a test that passes."""
+    if task.tests is None:
+        return
+    details = next(c.details for c in graded.components if c.name == "tests")
+    if details.get("problem"):
+        result.problem(f"tests: at the base, {details['problem']}")
+        return
+    found = len(result.findings)
+    for test_id in task.tests.regression_ids:
+        outcome = details["pass_to_pass"].get(test_id)
+        if outcome != "passed":
+            result.problem(
+                f"tests.pass_to_pass: {escape_controls(test_id)} {_AT_BASE[outcome]}, where "
+                "it must pass; fix the id, or the test at the base"
+            )
+    hidden, unloaded = set(details.get("hidden", ())), set(details.get("files_not_loaded", ()))
+    for test_id in task.tests.target_ids:
+        outcome = details["fail_to_pass"].get(test_id)
+        shown = escape_controls(test_id)
+        if test_id in hidden:
+            continue
+        if outcome == "passed":
+            result.problem(
+                f"tests.fail_to_pass: {shown} passes at the base, so it cannot show what "
+                "the change does; list a test that fails without it"
+            )
+        elif outcome == "missing" and file_of(test_id) not in unloaded:
+            result.problem(
+                f"tests.fail_to_pass: {shown} does not exist at the base (not in its "
+                "report, nor is its file one that failed to load); fix the id"
+            )
+    if task.tests.baseline and not details["baseline"]["counts"]["regression_tests"]:
+        result.problem(
+            "tests.pass_to_pass: baseline, but no test passes at the base "
+            f"({counted(details.get('reports_tests', 0), 'test')} in its report): there is "
+            "nothing to keep passing"
+        )
+    if len(result.findings) == found:
+        result.ok(f"tests: at the base {_base_summary(task, details)}")
+
+
+_AT_BASE = {
+    "failed": "fails at the base",
+    "error": "errors at the base",
+    "skipped": "is skipped at the base",
+    "missing": "does not exist at the base (not in its report)",
+    None: "does not exist at the base (not in its report)",
+}
+
+
+def _base_summary(task: Task, details: Mapping[str, Any]) -> str:
+    """What the base's run showed, for the line that says it is sound."""
+    assert task.tests is not None
+    parts = [f"the report has {counted(details.get('reports_tests', 0), 'test')}"]
+    if task.tests.regression_ids:
+        parts.append(f"every pass_to_pass id passes ({len(task.tests.regression_ids)})")
+    if task.tests.target_ids:
+        parts.append(f"no fail_to_pass id passes ({len(task.tests.target_ids)})")
+    if task.tests.baseline:
+        count = details["baseline"]["counts"]["regression_tests"]
+        parts.append(f"{counted(count, 'test')} to keep passing (baseline)")
+    return ", ".join(parts)
 
 
 def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:

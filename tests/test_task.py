@@ -149,7 +149,9 @@ def test_wrong_types_say_what_is_expected() -> None:
         "  partial_credit: maybe\n  timeout: -3\n"
     )
     assert lines == [
-        ".repogym.yml:5: `tests.fail_to_pass` = 'a.py::t': should be a list, e.g. `[a, b]`",
+        ".repogym.yml:5: `tests.fail_to_pass` = 'a.py::t': should be a list of test ids, e.g. "
+        "`[a, b]`, or `added` (the tests the pull request adds, which must fail without its "
+        "change)",
         ".repogym.yml:6: `tests.partial_credit` = 'maybe': should be `true` or `false`",
         ".repogym.yml:7: `tests.timeout` = -3: must be a number of seconds greater than 0 "
         "and at most 86400 (one day)",

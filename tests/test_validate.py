@@ -87,7 +87,12 @@ def test_credit_for_the_empty_submission_is_invalid(repo: Repo) -> None:
         "PROBLEM  the empty submission scores 1.000, not 0: tests gave 1.00; a target test "
         "must fail (or the limits be violated) at the base"
     ) in done.stdout
-    assert done.stdout.splitlines()[-1] == "INVALID: 1 problem"
+    # And which target it is (issue 22).
+    assert (
+        "PROBLEM  tests.fail_to_pass: tests/test_add.py::test_add passes at the base, so it "
+        "cannot show what the change does; list a test that fails without it"
+    ) in done.stdout
+    assert done.stdout.splitlines()[-1] == "INVALID: 2 problems"
 
 
 def test_a_missing_test_file_is_reported(repo: Repo) -> None:
@@ -141,7 +146,113 @@ def test_a_failing_solution_shows_every_missing_id_and_its_hint(repo: Repo, tmp_
             f"  tests: tests/test_more.py::test_{typo} is not in the report; the closest id "
             f"there is tests/test_more.py::test_{name}"
         ) in lines
+        # validate runs the base itself too (issue 22): the ids are not there either.
+        assert (
+            f"PROBLEM  tests.pass_to_pass: tests/test_more.py::test_{typo} does not exist at "
+            "the base (not in its report), where it must pass; fix the id, or the test at the "
+            "base"
+        ) in lines
+    assert lines[-1] == "INVALID: 5 problems"
+
+
+def test_a_test_command_that_cannot_start_is_invalid(repo: Repo) -> None:
+    bugfix(repo)
+    task = (repo.root / ".repogym.yml").read_text().replace("python -m", "no-such-runner -m")
+    repo.commit("task", {".repogym.yml": task})
+    done = validate(repo)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-2].startswith("PROBLEM  tests.command: `no-such-runner` was not found on the")
     assert lines[-1] == "INVALID: 1 problem"
+
+
+def test_a_test_command_that_writes_no_report_is_invalid(repo: Repo) -> None:
+    bugfix(repo)
+    task = (repo.root / ".repogym.yml").read_text().replace(PYTEST, "true {junit}")
+    repo.commit("task", {".repogym.yml": task})
+    done = validate(repo)
+    assert done.returncode == 1
+    assert any(
+        line.startswith("PROBLEM  tests: at the base, JUnit report ")
+        and line.endswith("does not exist: did the test command write its report there?")
+        for line in done.stdout.splitlines()
+    ), done.stdout
+
+
+def test_ids_are_proven_at_the_base(repo: Repo) -> None:
+    bugfix(
+        repo, extra="  pass_to_pass: [tests/test_add.py::test_neg, tests/test_add.py::test_gone]\n"
+    )
+    task = (
+        (repo.root / ".repogym.yml")
+        .read_text()
+        .replace(
+            "[tests/test_add.py::test_add]",
+            "[tests/test_add.py::test_add, tests/test_add.py::test_zero, "
+            "tests/test_add.py::test_nope]",
+        )
+    )
+    more = (
+        "\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
+        "\n\ndef test_neg():\n    assert add(1, 1) == 2\n"
+    )
+    test_file = (repo.root / "tests/test_add.py").read_text() + more
+    repo.commit("ids", {".repogym.yml": task, "tests/test_add.py": test_file})
+    done = validate(repo)
+    assert done.returncode == 1
+    problems = [line for line in done.stdout.splitlines() if line.startswith("PROBLEM")]
+    assert problems == [
+        "PROBLEM  tests.pass_to_pass: tests/test_add.py::test_neg fails at the base, where it "
+        "must pass; fix the id, or the test at the base",
+        "PROBLEM  tests.pass_to_pass: tests/test_add.py::test_gone does not exist at the base "
+        "(not in its report), where it must pass; fix the id, or the test at the base",
+        "PROBLEM  tests.fail_to_pass: tests/test_add.py::test_zero passes at the base, so it "
+        "cannot show what the change does; list a test that fails without it",
+        "PROBLEM  tests.fail_to_pass: tests/test_add.py::test_nope does not exist at the base "
+        "(not in its report, nor is its file one that failed to load); fix the id",
+    ]
+
+
+def test_a_target_whose_file_cannot_load_at_the_base_is_sound(repo: Repo) -> None:
+    # A feature's test imports what the change adds: at the base its file fails to load.
+    bugfix(repo, test_body="assert add(2, 3) == 5")
+    test_file = "from calc import add, mul\n\n\ndef test_add():\n    assert mul(2, 3) == 6\n"
+    repo.commit("feature", {"tests/test_add.py": test_file})
+    done = validate(repo)
+    assert done.returncode == 0, done.stdout
+    assert "ok       tests: at the base the report has 1 test, no fail_to_pass id passes (1)" in (
+        done.stdout.splitlines()
+    )
+
+
+def test_baseline_must_find_a_passing_test(repo: Repo) -> None:
+    task = (
+        f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n"
+        "  fail_to_pass: added\n  pass_to_pass: baseline\n"
+    )
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": task,
+            "pytest.ini": "[pytest]\npythonpath = src\n",
+            "src/calc.py": "def add(a, b):\n    return a - b\n",
+            "tests/test_add.py": (
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+            ),
+        },
+    )
+    done = validate(repo)
+    assert done.returncode == 1
+    assert (
+        "PROBLEM  tests.pass_to_pass: baseline, but no test passes at the base (1 test in its "
+        "report): there is nothing to keep passing"
+    ) in done.stdout.splitlines()
+    repo.commit("a passing test", {"tests/test_sub.py": "def test_sub():\n    assert 1 - 1 == 0\n"})
+    done = validate(repo)
+    assert done.returncode == 0, done.stdout
+    assert (
+        "ok       tests: at the base the report has 2 tests, 1 test to keep passing (baseline)"
+    ) in done.stdout.splitlines()
 
 
 def test_a_control_character_in_an_id_says_how_to_write_it(repo: Repo) -> None:

@@ -27,28 +27,20 @@ submission.
 
 from __future__ import annotations
 
-import configparser
-import json
 import os
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Literal
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found]
-
-
+from repogym.graders._runner_config import config_keys, merge_config_keys, pythonpath_dirs
 from repogym.sandbox.users import switches_user
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs
 from repogym.tree.links import LinkInTree, open_way, place
-from repogym.tree.store import Entry, Store, tree_entries
+from repogym.tree.store import Entry, tree_entries
 from repogym.workspace import Workspace
 
 # Files that configure a test runner, by name, anywhere in the tree.
@@ -74,10 +66,22 @@ RUNNER_FILES = frozenset(
 RUNNER_MODULES = frozenset(
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "xmlrunner", "unittest"}
 )
-PACKAGE_JSON_KEYS = ("jest", "mocha")
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv"})
-_PYTEST_TABLE = re.compile(r"^\s*\[\s*tool\s*\.\s*pytest\b[^\]]*\]\s*(#.*)?$")
-_TABLE = re.compile(r"^\s*\[")
+
+
+@dataclass(frozen=True, slots=True)
+class Sides:
+    """Whose code and whose test files a run holds (issue 22): the head's code with the
+    base's tests grades a submission (regressions, listed targets); the base's code with
+    the base's tests is the base's own run; the head's tests on either code tell the
+    tests a submission adds. The test files are those ``tests.paths`` matches, and they
+    are told apart only when the task runs the base (``added``, ``baseline``)."""
+
+    code: Literal["head", "base"] = "head"
+    tests: Literal["head", "base"] = "base"
+
+
+GRADED = Sides()  # the head's code, the base's tests
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,35 +102,36 @@ def build(
     hidden: tuple[Path | None, list[str]] = (None, []),
     *,
     links: bool = True,
+    sides: Sides = GRADED,
 ) -> RunFiles:
     """Write the run's tree into the new directory ``dest``.
 
     What is restored is the state at ``workspace.rubric``, the commit the task was read
     at (the base's tip), not at the merge base, which the author picks by choosing where
     to branch from (issue 19). What the submission *added* is judged against the merge
-    base: a file that was there when it branched is not its addition.
+    base: a file that was there when it branched is not its addition. The base's code is
+    the merge base's: a run of it differs from the submission's by the submission alone.
     """
     snapshot = workspace.snapshot()
     store = snapshot.store
     fork = tree_entries(store, workspace.base)
     base = fork if workspace.rubric == workspace.base else tree_entries(store, workspace.rubric)
-    run = dict(snapshot.entries)
-    guarded = _guarded(workspace, config, base, fork, run)
+    head = dict(snapshot.entries)
+    run = dict(head if sides.code == "head" else fork)
+    own = _own_tests(config, sides, base, fork, head)
+    for path in own:  # the head's test files on the base's code
+        _put(run, path, head.get(path))
+    guarded = _guarded(workspace, config, base, fork, run, sides) - own
     restored = []
     for path in sorted(guarded):
         wanted = base.get(path)
-        if wanted is None or wanted.mode == "160000":
-            if path in run:
-                del run[path]
-                restored.append(path)
-        elif run.get(path) != wanted:
-            _make_room(run, path)
-            run[path] = wanted
+        if run.get(path) != (None if wanted is None or wanted.mode == "160000" else wanted):
+            _put(run, path, wanted)
             restored.append(path)
-    merged = _merge_config_keys(workspace, base, run)
+    merged = merge_config_keys(workspace, base, run)
     restored += merged
     changed = {p for p in guarded if base.get(p) != fork.get(p)}
-    changed |= {p for p in merged if _config_keys(store, base, p) != _config_keys(store, fork, p)}
+    changed |= {p for p in merged if config_keys(store, base, p) != config_keys(store, fork, p)}
     workspace.copy(dest, run)
     source, files = hidden
     for path in files:
@@ -141,12 +146,47 @@ def build(
     return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
 
 
+def _put(run: dict[str, Entry], path: str, entry: Entry | None) -> None:
+    """``path`` of the run as ``entry`` (a submodule, or None: no file there)."""
+    if entry is None or entry.mode == "160000":
+        run.pop(path, None)
+    else:
+        _make_room(run, path)
+        run[path] = entry
+
+
+def _own_tests(
+    config: TestsConfig,
+    sides: Sides,
+    base: dict[str, Entry],
+    fork: dict[str, Entry],
+    head: dict[str, Entry],
+) -> set[str]:
+    """The test files that are the head's in a run of the head's tests: those
+    ``tests.paths`` matches, but for the runner's configuration, the files ids name and
+    those ``tests.restore`` matches, which are the base's in every run."""
+    if not config.runs_the_base or sides.tests == "base":
+        return set()
+    everything = base.keys() | fork.keys() | head.keys()
+    mine = _test_paths(config, everything)
+    mine -= {p for p in mine if PurePosixPath(p).name in RUNNER_FILES}
+    mine -= set(config.test_files())
+    if config.restore:
+        mine -= set(compile_globs(config.restore).match_files(sorted(mine)))
+    return mine
+
+
+def _test_paths(config: TestsConfig, paths: Iterable[str]) -> set[str]:
+    return set(compile_globs(config.paths).match_files(sorted(paths)))
+
+
 def _guarded(
     workspace: Workspace,
     config: TestsConfig,
     base: dict[str, Entry],
     fork: dict[str, Entry],
     run: dict[str, Entry],
+    sides: Sides = GRADED,
 ) -> set[str]:
     """Every path whose state in the run must be the base's (``base``: the rubric's
     tree; ``fork``: the merge base's, against which additions are told)."""
@@ -155,20 +195,31 @@ def _guarded(
     paths |= {p for p in everything if PurePosixPath(p).name in RUNNER_FILES}
     if config.restore:
         paths |= set(compile_globs(config.restore).match_files(sorted(everything)))
-    roots = ["", *(f"{d}/" for d in _pythonpath_dirs(workspace, base))]
+    roots = ["", *(f"{d}/" for d in pythonpath_dirs(workspace, base))]
     added = run.keys() - fork.keys()
     paths |= {p for p in added if _shadows(p, roots)}
-    test_dirs = {str(PurePosixPath(f).parent) for f in config.test_files()}
-    paths |= {p for p in added if _stray_test_module(p, test_dirs)}
+    if config.runs_the_base:
+        # Every test file: the base's, or, for the head's tests, the head's (issue 22).
+        tests = _test_paths(config, everything)
+        paths |= tests if sides.tests == "base" else set()
+        paths |= {p for p in added - tests if _is_test_module(p)}
+    else:
+        test_dirs = {str(PurePosixPath(f).parent) for f in config.test_files()}
+        paths |= {p for p in added if _stray_test_module(p, test_dirs)}
     return paths
 
 
-def _stray_test_module(path: str, test_dirs: set[str]) -> bool:
-    """Whether ``path`` is a Python test module (``test_*.py``, ``*_test.py``) outside
-    the directories of the task's test files: the runner would collect and import it,
-    and what it does on import (patch the runner) the task never asked for."""
+def _is_test_module(path: str) -> bool:
+    """Whether ``path`` is named as a Python test module (``test_*.py``, ``*_test.py``)."""
     name = PurePosixPath(path).name
-    if not name.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _stray_test_module(path: str, test_dirs: set[str]) -> bool:
+    """Whether ``path`` is a Python test module outside the directories of the task's
+    test files: the runner would collect and import it, and what it does on import
+    (patch the runner) the task never asked for."""
+    if not _is_test_module(path):
         return False
     parents = {str(p) for p in PurePosixPath(path).parents}
     return not test_dirs & parents
@@ -191,36 +242,6 @@ def _shadows(path: str, roots: list[str]) -> bool:
     return False
 
 
-def _pythonpath_dirs(workspace: Workspace, base: dict[str, Entry]) -> list[str]:
-    """``src`` and the directories the base's pytest configuration puts first on
-    ``sys.path`` (its ``pythonpath`` option), where a module of the submission's shadows
-    an installed one."""
-    store = workspace.snapshot().store
-    dirs = {"src"}
-    for name, section in _INI_SECTIONS.items():
-        if name in base and base[name].regular:
-            parser = configparser.RawConfigParser()
-            try:
-                parser.read_string(store.read_blob(base[name].sha).decode("utf-8", "replace"))
-                dirs.update(parser.get(section, "pythonpath", fallback="").split())
-            except configparser.Error:
-                continue
-    if "pyproject.toml" in base:
-        doc = _toml(store.read_blob(base["pyproject.toml"].sha)) or {}
-        options = (_pytest_tables(doc) or {}).get("ini_options", {})
-        value = options.get("pythonpath", []) if isinstance(options, dict) else []
-        dirs.update(value.split() if isinstance(value, str) else map(str, value))
-    return sorted(d.strip("/") for d in dirs if d.strip("/") not in ("", "."))
-
-
-_INI_SECTIONS = {
-    "pytest.ini": "pytest",
-    ".pytest.ini": "pytest",
-    "tox.ini": "pytest",
-    "setup.cfg": "tool:pytest",
-}
-
-
 def _make_room(run: dict[str, Entry], path: str) -> None:
     """Drop what stands where ``path`` goes: a file on its way, files under it."""
     parts = path.split("/")
@@ -228,132 +249,6 @@ def _make_room(run: dict[str, Entry], path: str) -> None:
         run.pop("/".join(parts[:i]), None)
     for other in [p for p in run if p.startswith(path + "/")]:
         del run[other]
-
-
-def _merge_config_keys(
-    workspace: Workspace, base: dict[str, Entry], run: dict[str, Entry]
-) -> list[str]:
-    """``pyproject.toml``'s pytest tables and ``package.json``'s runner keys, the base's
-    in the submission's file; the paths changed."""
-    changed = []
-    store = workspace.snapshot().store
-    for path, entry in list(run.items()):
-        name = PurePosixPath(path).name
-        if name not in ("pyproject.toml", "package.json") or not entry.regular:
-            continue
-        mine = store.read_blob(entry.sha)
-        theirs = store.read_blob(base[path].sha) if path in base else b""
-        merge = _merge_pyproject if name == "pyproject.toml" else _merge_package_json
-        merged = merge(mine, theirs)
-        if merged == mine:
-            continue
-        changed.append(path)
-        if merged is None:  # no safe merge: the base's file as it is
-            if path in base:
-                run[path] = base[path]
-            else:
-                del run[path]
-        else:
-            run[path] = Entry(entry.mode, store.write_blob(merged))
-    return changed
-
-
-def _config_keys(store: Store, tree: dict[str, Entry], path: str) -> Any:
-    """What of ``path`` (a pyproject.toml or package.json) configures the runner in
-    ``tree``: its pytest tables, or its jest and mocha keys; None where it has none."""
-    entry = tree.get(path)
-    if entry is None or not entry.regular:
-        return None
-    data = store.read_blob(entry.sha)
-    if PurePosixPath(path).name == "pyproject.toml":
-        doc = _toml(data)
-        return None if doc is None else _pytest_tables(doc)
-    try:
-        loaded = json.loads(data)
-    except ValueError:
-        return None
-    return {k: loaded.get(k) for k in PACKAGE_JSON_KEYS} if isinstance(loaded, dict) else None
-
-
-def _merge_pyproject(mine: bytes, theirs: bytes) -> bytes | None:
-    """The submission's pyproject.toml with the base's pytest tables; None when that
-    cannot be done line by line and checked."""
-    ours, base = _toml(mine), _toml(theirs)
-    if ours is None:
-        return None
-    if base is None:
-        base = {}
-    if _pytest_tables(ours) == _pytest_tables(base):
-        return mine
-    kept = _without_pytest_tables(mine.decode("utf-8", "replace"))
-    added = _only_pytest_tables(theirs.decode("utf-8", "replace")) if theirs else ""
-    merged = (kept.rstrip("\n") + "\n\n" + added).rstrip("\n") + "\n"
-    check = _toml(merged.encode())
-    if check is None or _pytest_tables(check) != _pytest_tables(base):
-        return None
-    drop = {k: v for k, v in check.items() if k != "tool"}
-    want = {k: v for k, v in ours.items() if k != "tool"}
-    if drop != want or _other_tools(check) != _other_tools(ours):
-        return None
-    return merged.encode()
-
-
-def _toml(data: bytes) -> dict[str, Any] | None:
-    try:
-        doc: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    return doc
-
-
-def _pytest_tables(doc: dict[str, Any]) -> Any:
-    tool = doc.get("tool")
-    return tool.get("pytest") if isinstance(tool, dict) else None
-
-
-def _other_tools(doc: dict[str, Any]) -> Any:
-    tool = doc.get("tool")
-    return {k: v for k, v in tool.items() if k != "pytest"} if isinstance(tool, dict) else None
-
-
-def _sections(text: str) -> Iterable[tuple[bool, list[str]]]:
-    """The lines of a TOML text in runs: (in a pytest table, lines)."""
-    current: list[str] = []
-    inside = False
-    for line in text.splitlines(keepends=True):
-        if _TABLE.match(line):
-            if current:
-                yield inside, current
-            current, inside = [], bool(_PYTEST_TABLE.match(line))
-        current.append(line)
-    if current:
-        yield inside, current
-
-
-def _without_pytest_tables(text: str) -> str:
-    return "".join("".join(lines) for inside, lines in _sections(text) if not inside)
-
-
-def _only_pytest_tables(text: str) -> str:
-    return "".join("".join(lines) for inside, lines in _sections(text) if inside)
-
-
-def _merge_package_json(mine: bytes, theirs: bytes) -> bytes | None:
-    try:
-        ours = json.loads(mine)
-        base = json.loads(theirs) if theirs else {}
-    except ValueError:
-        return None
-    if not isinstance(ours, dict) or not isinstance(base, dict):
-        return None
-    if all(ours.get(k) == base.get(k) for k in PACKAGE_JSON_KEYS):
-        return mine
-    for key in PACKAGE_JSON_KEYS:
-        if key in base:
-            ours[key] = base[key]
-        else:
-            ours.pop(key, None)
-    return (json.dumps(ours, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[str]:

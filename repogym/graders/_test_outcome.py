@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from repogym.graders._runfiles import RunFiles
+from repogym.graders._versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, file_of
 from repogym.models import Role
@@ -56,6 +57,8 @@ class TestsOutcome:
     base_ref: str
     merge_base: str
     tests_from: str  # the commit whose tests ran: the base tip (issue 19)
+    # The base's runs read against the submission's (issue 22), when the task runs them.
+    against: AgainstBase | None = None
 
     @classmethod
     def of(
@@ -69,11 +72,18 @@ class TestsOutcome:
         hidden: set[str],
         files: RunFiles,
         hidden_changed: bool = False,
+        against: AgainstBase | None = None,
     ) -> TestsOutcome:
         """The outcome of a run: ``hidden`` holds the hidden tests' files, ``problem`` why
-        there are no results; a report the run's exit code contradicts is one too."""
-        f2p = {i: _outcome(results, i) for i in config.fail_to_pass}
-        p2p = {i: _outcome(results, i) for i in config.pass_to_pass}
+        there are no results; a report the run's exit code contradicts is one too.
+        ``against``: the base's runs, whose targets and regression tests stand for the
+        keywords ``added`` and ``baseline``."""
+        f2p = {i: _outcome(results, i) for i in config.target_ids}
+        p2p = {i: _outcome(results, i) for i in config.regression_ids}
+        if against is not None:
+            f2p = dict(against.targets) if config.added else f2p
+            p2p = dict(against.regressions) if config.baseline else p2p
+            results = {**results, **against.head_results}
         return cls(
             fail_to_pass=f2p,
             pass_to_pass=p2p,
@@ -83,7 +93,7 @@ class TestsOutcome:
             run=run,
             problem=_tampered(run, results) if problem is None else problem,
             hidden_files=frozenset(hidden),
-            hidden_ids=frozenset(i for i in (*f2p, *p2p) if i.split("::", 1)[0] in hidden),
+            hidden_ids=_hidden_ids((*f2p, *p2p), hidden, found=against is not None),
             shown=_shown(results, hidden),
             files=files,
             hidden_changed=hidden_changed,
@@ -94,6 +104,7 @@ class TestsOutcome:
             base_ref=workspace.base_ref,
             merge_base=workspace.base,
             tests_from=workspace.rubric,
+            against=against,
         )
 
     @property
@@ -101,8 +112,14 @@ class TestsOutcome:
         return bool(self.hidden_files)
 
     @property
+    def no_targets(self) -> bool:
+        """``fail_to_pass: added`` and no added test fails without the change: nothing
+        shows what it fixes, and the objective scores 0 (issue 22)."""
+        return self.against is not None and self.against.added and not self.fail_to_pass
+
+    @property
     def passed(self) -> bool:
-        return self.problem is None and not self.failing and not self.broken
+        return self.problem is None and not self.failing and not self.broken and not self.no_targets
 
     @property
     def kinds(self) -> Kinds:
@@ -118,6 +135,15 @@ class TestsOutcome:
 def _outcome(results: Mapping[str, TestResult], test_id: str) -> Outcome:
     found = results.get(test_id)
     return found.outcome if found else Outcome.MISSING
+
+
+def _hidden_ids(ids: tuple[str, ...], hidden: set[str], *, found: bool) -> frozenset[str]:
+    """The ids of hidden tests, never named. Ids the task lists are known; of ids found
+    by a run (``found``: the base's, issue 22), one that names no file may be one of
+    theirs too when hidden tests ran (as :func:`_shown` says)."""
+    return frozenset(
+        i for i in ids if i.split("::", 1)[0] in hidden or (found and hidden and file_of(i) is None)
+    )
 
 
 def _tampered(run: CommandResult | None, results: Mapping[str, TestResult]) -> str | None:

@@ -29,7 +29,6 @@ finite positive number scores 0 with a message naming the side. ``details`` then
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import shutil
@@ -44,7 +43,7 @@ from repogym.graders.base import BuiltinGrader
 from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
-from repogym.task import PerfConfig, Task
+from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, export_tree
@@ -108,7 +107,7 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
         kind="perf",
         repository=_baselines.repository(workspace.root),
         commit=workspace.base,
-        depends_on=(_digest(workspace.task),),
+        depends_on=(workspace.task.digest,),
         scope=runner.scope if isinstance(runner, ContainerRunner) else "",
     )
     return _baselines.shared(key, lambda: _make_baseline(workspace, runner))
@@ -129,11 +128,6 @@ def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # candidate's benchmark must not be able to slow it down (issue 9).
     runner.lock(tree)
     return tree
-
-
-def _digest(task: Task) -> str:
-    # A task built in code rather than read from a file has no sha256 of its own bytes.
-    return task.sha256 or hashlib.sha256(task.model_dump_json().encode()).hexdigest()
 
 
 def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> Path:

@@ -20,27 +20,25 @@ The user's work tree is never written.
 
 from __future__ import annotations
 
-import shlex
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from repogym._words import counted
-from repogym.container.runner import AnyRunner, ContainerRunner
-from repogym.errors import JUnitError
-from repogym.graders import _runfiles, _test_findings, _test_hints
+from repogym.container.runner import AnyRunner
+from repogym.graders import _test_findings, _test_hints
+from repogym.graders._base_tests import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
 from repogym.graders._test_outcome import FAILURES, TestsOutcome
+from repogym.graders._test_run import Hidden, TestRun, concurrently, run_tests
+from repogym.graders._versus_base import AgainstBase
 from repogym.graders.base import BuiltinGrader
-from repogym.junit import Outcome, iter_cases
-from repogym.junit.testids import TestResult, collect, escape_controls
+from repogym.junit import Outcome
+from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.models import Finding, GradeComponent
 from repogym.runner import CommandResult
-from repogym.sandbox import notfound as _notfound
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
-from repogym.tree.links import place
-from repogym.tree.store import copies_dir
+from repogym.tree.globs import compile_globs, matching
 from repogym.workspace import Workspace, files_under
 
 # What reports show in place of the output when hidden tests ran: it would show their
@@ -63,27 +61,18 @@ class TestGrader(BuiltinGrader):
             raise ValueError("the task has no `tests` section")
         runner = self.runner or workspace.command_runner()
         hidden_root = self._hidden_root(workspace, config)
-        hidden_files = files_under(hidden_root) if hidden_root else []
-        copies = copies_dir(workspace.snapshot().size)
-        with tempfile.TemporaryDirectory(prefix="repogym-tests-", dir=copies) as holder:
-            Path(holder).chmod(0o711)  # the sandbox user goes through to its copy
-            tree = Path(holder) / "tree"
-            # With network for `setup` only, the hidden tests go in after it (issue 20).
-            late = bool(workspace.task.setup and _setup_has_network(runner) and hidden_files)
-            given = (hidden_root, [] if late else hidden_files)
-            in_container = isinstance(runner, ContainerRunner)
-            files = _runfiles.build(workspace, config, tree, given, links=not in_container)
-            later = (hidden_root, hidden_files) if late else None
-            run, results, problem = _run_and_parse(workspace, config, runner, tree, later)
+        hidden = (hidden_root, files_under(hidden_root) if hidden_root else [])
+        graded, against, problem = _runs(workspace, config, runner, hidden)
         outcome = TestsOutcome.of(
             workspace,
             config,
-            run=run,
-            results=results,
+            run=graded.run,
+            results=graded.results,
             problem=problem,
-            hidden=set(hidden_files),
-            files=files,
+            hidden=set(hidden[1]),
+            files=graded.files,
             hidden_changed=self.hidden is None and _hidden_changed(workspace, config),
+            against=against,
         )
         return _component(outcome, workspace)
 
@@ -105,50 +94,44 @@ def _hidden_changed(workspace: Workspace, config: TestsConfig) -> bool:
     return at_fork != at_tip
 
 
-def _setup_has_network(runner: AnyRunner) -> bool:
-    return isinstance(runner, ContainerRunner) and runner.network == "setup"
+def _runs(
+    workspace: Workspace, config: TestsConfig, runner: AnyRunner, hidden: Hidden
+) -> tuple[TestRun, AgainstBase | None, str | None]:
+    """The graded run (the submission's code, the base's tests); with ``added`` or
+    ``baseline`` the base's runs and the submission's own tests besides, at once where
+    there are the cores (issue 22); and why there is nothing to score, if so."""
+    if not config.runs_the_base:
+        graded = run_tests(workspace, config, runner, hidden)[0]
+        return graded, None, graded.problem
+    changed = tuple(matching(compile_globs(config.paths), list(workspace.changed_files())))
+    jobs: list[Callable[[], Any]] = [
+        lambda: run_tests(workspace, config, runner, hidden)[0],
+        lambda: base_runs(workspace, config, runner, hidden),
+    ]
+    if changed:
+        jobs.append(lambda: run_tests(workspace, config, runner, hidden, HEADS_TESTS)[0])
+        if config.added:
+            jobs.append(lambda: run_tests(workspace, config, runner, hidden, ON_BASE_CODE)[0])
+    graded, base, *own = concurrently(runner, jobs)
+    heads, without = [*own, None, None][:2]
+    problem = graded.problem or _base_problem(base, heads, without)
+    if problem is not None:
+        return graded, None, problem
+    return graded, AgainstBase.of(config, base, graded, heads, without, changed), None
 
 
-def _run_and_parse(
-    workspace: Workspace,
-    config: TestsConfig,
-    runner: AnyRunner,
-    tree: Path,
-    later: tuple[Path | None, list[str]] | None = None,
-) -> tuple[CommandResult | None, dict[str, TestResult], str | None]:
-    """Run setup and the tests in ``tree``; the results by id, or the reason there are
-    none. ``later``: hidden tests to put in once setup is done. A program the shell did
-    not find is the machine's or the environment's to install (issue 20)."""
-    if workspace.task.setup:
-        setup = runner.run(
-            workspace.task.setup, tree, timeout=config.timeout, writable=[tree], network=True
+def _base_problem(base: BaseRuns, heads: TestRun | None, without: TestRun | None) -> str | None:
+    """Why the runs beside the graded one leave nothing to compare, if they do."""
+    if base.problem is not None:
+        return (
+            f"the base's own run of the tests has no results ({base.problem}): the tests "
+            "that pass there cannot be known; fix the task at the base (`repogym validate` "
+            "runs it)"
         )
-        _notfound.check_run(runner, setup, "setup")
-        if not setup.ok:
-            return setup, {}, f"setup command failed ({setup.describe()})"
-    if later is not None:
-        source, hidden = later
-        assert source is not None
-        for path in hidden:
-            place(tree, path, from_tree=source)
-        runner.add(tree, hidden)
-    # Next to the copy, in the grader's own directory: the sandbox user's clean-up
-    # removes what that user owns at the top of /tmp.
-    reports = tree.parent / "junit"
-    reports.mkdir()
-    junit = reports / "junit.xml"
-    command = config.command.replace("{junit}", shlex.quote(str(junit)))
-    run = runner.run(
-        command, tree, timeout=config.timeout, writable=[tree, reports], collect=[reports]
-    )
-    _notfound.check_run(runner, run, "tests.command")
-    if run.timed_out:
-        return run, {}, f"the test command {run.describe()}"
-    known = config.fail_to_pass + config.pass_to_pass
-    try:
-        return run, collect(iter_cases(junit), tree=tree, known_ids=known), None
-    except JUnitError as error:
-        return run, {}, str(error)
+    for run, what in ((heads, "the change's own tests"), (without, "its tests on the base's code")):
+        if run is not None and run.problem is not None:
+            return f"the run of {what} has no results: {run.problem}"
+    return None
 
 
 def _component(outcome: TestsOutcome, workspace: Workspace) -> GradeComponent:
@@ -174,7 +157,7 @@ def _component(outcome: TestsOutcome, workspace: Workspace) -> GradeComponent:
 def _score(outcome: TestsOutcome) -> float:
     """The spec's table: the share of targets that pass (all or nothing without partial
     credit), scaled down by the share of regression tests broken; 0 with a problem."""
-    if outcome.problem is not None:
+    if outcome.problem is not None or outcome.no_targets:
         return 0.0
     f2p, failing = outcome.fail_to_pass, outcome.failing
     if f2p:
@@ -201,7 +184,18 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
         "tests_from": outcome.tests_from,
         "changed_on_base": outcome.files.changed_on_base,
         "reports_tests": sum(r.outcome is not Outcome.MISSING for r in results.values()),
+        "problem": outcome.problem,
+        # Records of a whole file: one that could not be loaded took its tests with it.
+        "files_not_loaded": sorted(
+            i for i in outcome.shown if file_of(i) == i and results[i].outcome in FAILURES
+        ),
     }
+    if outcome.against is not None:
+        # Ids the base's runs found, not the task's: a hidden test's is never shown.
+        for kind in ("fail_to_pass", "pass_to_pass"):
+            shown = {i: o for i, o in details[kind].items() if i not in outcome.hidden_ids}
+            details[kind] = shown
+        details["baseline"] = outcome.against.details(named=not outcome.hidden_ran)
     if run is not None:
         details["command"] = {
             "command": run.command,
@@ -250,11 +244,17 @@ def _messages(outcome: TestsOutcome) -> list[str]:
     messages = []
     f2p, p2p = outcome.fail_to_pass, outcome.pass_to_pass
     if f2p:
-        messages.append(f"fail_to_pass: {len(f2p) - len(outcome.failing)} of {len(f2p)} passed")
+        added = outcome.against is not None and outcome.against.added
+        which = " (the added tests that fail without the change)" if added else ""
+        messages.append(
+            f"fail_to_pass{which}: {len(f2p) - len(outcome.failing)} of {len(f2p)} passed"
+        )
         messages += _name_ids(outcome, "fail_to_pass")
     if p2p:
         messages.append(f"pass_to_pass: {len(outcome.broken)} of {len(p2p)} broken")
         messages += _name_ids(outcome, "pass_to_pass")
+    if outcome.against is not None:
+        messages += outcome.against.messages(named=not outcome.hidden_ran)
     return messages + _exit_code_warnings(run, outcome.results)
 
 

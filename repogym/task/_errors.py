@@ -28,6 +28,9 @@ _EXPECTED = {
     "float_type": "a number",
     "string_type": "a string",
 }
+# The tags of the schema's unions (a list of ids, or its keyword): parts of an error's
+# location that are no key of the file. No key can be written so (brackets).
+UNION_TAGS = ("[ids]", "[keyword]")
 # Numbers YAML 1.1 leaves as strings: an exponent needs a `.` and a sign (`1.0e+20`).
 _EXPONENT = re.compile(r"([-+]?)(\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)")
 _PLAIN_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")
@@ -39,7 +42,8 @@ def schema_lines(
     """One line per schema error, in the order of the file."""
     found = []
     for item in error.errors(include_url=False):
-        loc = tuple(str(part) for part in item["loc"])
+        # A union's member is no key of the file.
+        loc = tuple(str(part) for part in item["loc"] if part not in UNION_TAGS)
         found.append(
             (
                 line_of(loc, positions),

@@ -4,6 +4,7 @@ keys; and the rules that span its sections (:func:`cross_checks`)."""
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,9 +14,12 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
     Strict,
+    Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -23,6 +27,7 @@ from pydantic import (
 from repogym.junit.testids import escape_controls, file_of
 from repogym.models import Role
 from repogym.task._environment import EnvironmentConfig
+from repogym.task._errors import UNION_TAGS
 from repogym.task._values import (
     Fraction,
     NoiseFloor,
@@ -40,6 +45,34 @@ TaskType = Literal["bugfix", "feature", "perf", "refactor"]
 Timing = Literal["wall", "reported"]
 # YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
 StrList = Annotated[tuple[str, ...], Strict(False)]
+# The keywords that stand for a list of ids (issue 22). A string is the keyword, anything
+# else the list: one member is validated, so an error is the list's or the keyword's.
+
+
+def _ids_or_keyword(value: Any) -> str:
+    return UNION_TAGS[1] if isinstance(value, str) else UNION_TAGS[0]
+
+
+_Picked = Discriminator(_ids_or_keyword)
+_KEYWORDS = {"fail_to_pass": "added", "pass_to_pass": "baseline"}
+_KEYWORD_MEANINGS = {
+    "added": "the tests the pull request adds, which must fail without its change",
+    "baseline": "every test that passes at the base must still pass",
+}
+# Where test files live, when the task does not say (``tests.paths``): the conventions of
+# pytest, unittest, Go, jest, mocha and node --test. What the submission changes there is
+# the tests, not the code: run in their base version for the regressions, in its own for
+# the tests it adds (issue 22).
+DEFAULT_TEST_PATHS = (
+    "test/",
+    "tests/",
+    "__tests__/",
+    "test_*.py",
+    "*_test.py",
+    "*_test.go",
+    "*.test.*",
+    "*.spec.*",
+)
 
 
 def _check_test_id(test_id: str) -> str:
@@ -70,10 +103,17 @@ class TestsConfig(_Section):
     """``tests:``: the command that runs the tests and the ids that must pass."""
 
     command: str = Field(min_length=1)
-    fail_to_pass: TestIds = ()
-    pass_to_pass: TestIds = ()
+    fail_to_pass: Annotated[
+        Annotated[TestIds, Tag(UNION_TAGS[0])] | Annotated[Literal["added"], Tag(UNION_TAGS[1])],
+        _Picked,
+    ] = ()
+    pass_to_pass: Annotated[
+        Annotated[TestIds, Tag(UNION_TAGS[0])] | Annotated[Literal["baseline"], Tag(UNION_TAGS[1])],
+        _Picked,
+    ] = ()
     hidden: str | None = None
     restore: StrList = ()
+    paths: StrList = DEFAULT_TEST_PATHS
     timeout: Seconds = 900
     partial_credit: bool = True
     require_all_pass_to_pass: bool = False
@@ -88,15 +128,29 @@ class TestsConfig(_Section):
             )
         return command
 
+    @field_validator("fail_to_pass", "pass_to_pass", mode="before")
+    @classmethod
+    def _keyword(cls, value: Any, info: ValidationInfo) -> Any:
+        """A string is the key's one keyword; anything else, a list of ids."""
+        word = _KEYWORDS[info.field_name or ""]
+        if isinstance(value, str) and value != word:
+            raise ValueError(
+                f"should be a list of test ids, e.g. `[a, b]`, or `{word}` "
+                f"({_KEYWORD_MEANINGS[word]})"
+            )
+        return value
+
     @field_validator("fail_to_pass", "pass_to_pass")
     @classmethod
-    def _ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
+    def _ids(cls, ids: tuple[str, ...] | str) -> tuple[str, ...] | str:
+        if isinstance(ids, str):
+            return ids
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"test id {duplicates[0]!r} is listed twice")
         return ids
 
-    _restore_globs = field_validator("restore")(check_globs)
+    _restore_globs = field_validator("restore", "paths")(check_globs)
 
     @field_validator("hidden")
     @classmethod
@@ -107,20 +161,50 @@ class TestsConfig(_Section):
     def _some_ids(self) -> TestsConfig:
         if not self.fail_to_pass and not self.pass_to_pass:
             raise ValueError(
-                "declare `fail_to_pass` or `pass_to_pass` test ids: with neither, "
-                "the tests can neither earn credit nor catch a regression"
+                "declare `fail_to_pass` or `pass_to_pass` test ids (or `fail_to_pass: "
+                "added`, `pass_to_pass: baseline`): with neither, the tests can neither "
+                "earn credit nor catch a regression"
             )
-        both = sorted(set(self.fail_to_pass) & set(self.pass_to_pass))
+        both = sorted(set(self.target_ids) & set(self.regression_ids))
         if both:
             raise ValueError(
                 f"test id {both[0]!r} is in both fail_to_pass and pass_to_pass; keep one"
             )
         return self
 
+    @property
+    def added(self) -> bool:
+        """``fail_to_pass: added``: the targets are the tests the submission adds."""
+        return self.fail_to_pass == "added"
+
+    @property
+    def baseline(self) -> bool:
+        """``pass_to_pass: baseline``: every test that passes at the base must still."""
+        return self.pass_to_pass == "baseline"
+
+    @property
+    def target_ids(self) -> tuple[str, ...]:
+        """The ``fail_to_pass`` ids the task lists (none with ``added``)."""
+        return () if isinstance(self.fail_to_pass, str) else self.fail_to_pass
+
+    @property
+    def regression_ids(self) -> tuple[str, ...]:
+        """The ``pass_to_pass`` ids the task lists (none with ``baseline``)."""
+        return () if isinstance(self.pass_to_pass, str) else self.pass_to_pass
+
+    @property
+    def listed_ids(self) -> tuple[str, ...]:
+        """Every id the task lists: the targets, then the regression tests."""
+        return self.target_ids + self.regression_ids
+
+    @property
+    def runs_the_base(self) -> bool:
+        """Whether grading runs the tests at the base too (``added`` or ``baseline``)."""
+        return self.added or self.baseline
+
     def test_files(self) -> tuple[str, ...]:
         """The files the test ids name (see :func:`repogym.junit.testids.file_of`), sorted."""
-        ids = self.fail_to_pass + self.pass_to_pass
-        return tuple(sorted({path for path in map(file_of, ids) if path is not None}))
+        return tuple(sorted({p for p in map(file_of, self.listed_ids) if p is not None}))
 
 
 class PerfConfig(_Section):
@@ -248,9 +332,16 @@ class Task(_Section):
         return self._sha256
 
     @property
+    def digest(self) -> str:
+        """The task's identity, for what is kept per task: its file's sha256, or for a
+        task built in code rather than read from a file, its content's."""
+        return self.sha256 or hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+    @property
     def tests_role(self) -> Role:
         """Tests earn credit when there are targets; regression-only tests gate (spec)."""
-        return Role.OBJECTIVE if self.tests and self.tests.fail_to_pass else Role.GATE
+        has_targets = self.tests is not None and bool(self.tests.added or self.tests.target_ids)
+        return Role.OBJECTIVE if has_targets else Role.GATE
 
     @property
     def quality_role(self) -> Role:
@@ -308,8 +399,8 @@ def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
             (),
             (
                 "the task has no objective, so no submission could earn credit: declare "
-                "`tests.fail_to_pass`, a `perf` section, quality limits on a `type: refactor` "
-                "task, or an objective in `grading.graders`"
+                "`tests.fail_to_pass` (ids, or `added`), a `perf` section, quality limits on a "
+                "`type: refactor` task, or an objective in `grading.graders`"
             ),
         )
     for name in task.grading.weights:

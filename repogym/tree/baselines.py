@@ -1,14 +1,17 @@
-"""Trees made from a base commit once per process and shared by its grades.
+"""Trees made from a base commit once per process and shared by its grades, and what
+was found running commands in them.
 
 A grade needs trees of the base that do not change with the submission: the pristine
 base (``Workspace.base_tree``), the rubric's tree, the benchmark's baseline with the
-task's setup run in it. Making one costs a checkout, sometimes a setup; RepoEnv and
-repeated ``grade()`` calls in one process reuse it. Each is keyed by what it is made of:
+task's setup run in it; and the base's own runs of the tests (issue 22). Making one costs
+a checkout, sometimes a setup and a test run; RepoEnv and repeated ``grade()`` calls in
+one process reuse it. Each is keyed by what it is made of:
 what kind of tree, the repository (its common git directory, so worktrees share), the
 commit, anything else it depends on (the task's digest), and the ``scope`` it lives in
 (a container runner's volumes, gone with that runner; ``""`` for the host).
 
-A tree that is no longer a directory (removed by a clean-up) is made again.
+A tree that is no longer a directory (removed by a clean-up) is made again; a value that
+is not a tree is kept until its scope is forgotten.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from repogym.tree import git as _git
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +38,7 @@ class Key:
     scope: str = ""
 
 
-_TREES: dict[Key, Path] = {}
+_SHARED: dict[Key, Any] = {}
 
 
 def repository(repo: Path) -> str:
@@ -41,17 +47,19 @@ def repository(repo: Path) -> str:
     return str((repo / common).resolve())
 
 
-def shared(key: Key, make: Callable[[], Path]) -> Path:
-    """The tree of ``key``, made by ``make`` the first time (and again if it is gone). A
-    ``make`` that raises keeps nothing."""
-    tree = _TREES.get(key)
-    if tree is None or not tree.is_dir():
-        tree = _TREES[key] = make()
-    return tree
+def shared(key: Key, make: Callable[[], T]) -> T:
+    """What ``key`` names, made by ``make`` the first time (a tree: again if it is gone).
+    A ``make`` that raises keeps nothing."""
+    value = _SHARED.get(key)
+    if value is None or (isinstance(value, Path) and not value.is_dir()):
+        value = _SHARED[key] = make()
+    return value
 
 
 def forget(scope: str) -> None:
     """Remove every tree of ``scope`` (its directory's holder too): no later grade can
     use it once the runner that holds it is closed."""
-    for key in [key for key in _TREES if key.scope == scope]:
-        shutil.rmtree(_TREES.pop(key).parent, ignore_errors=True)
+    for key in [key for key in _SHARED if key.scope == scope]:
+        value = _SHARED.pop(key)
+        if isinstance(value, Path):
+            shutil.rmtree(value.parent, ignore_errors=True)

@@ -1,0 +1,112 @@
+"""The base's own runs of the tests (issue 22): what passes before the submission.
+
+With ``pass_to_pass: baseline`` every test that passes at the base is a regression test,
+and with ``fail_to_pass: added`` a test the submission adds is one the base does not
+have: both need the base's run of the tests. It is the run an empty submission would
+get (the merge base's code, the base tip's tests: :data:`BASE`), made in the same kind
+of copy and environment as the submission's, so that the two differ by the submission
+alone.
+
+**Two runs** with ``baseline``, one ``setup`` then the command twice, each with a report
+of its own: a test whose outcome differs between them, or that the runner reran, is
+flaky and no regression test (the report lists it). Two is the fewest that can show a
+difference; each more costs a whole run of the suite on every new base, and a test that
+fails one run in ten still slips through three. ``added`` alone needs the ids, not the
+outcomes: one run.
+
+**Once per process** for a given repository, merge base, base tip, task, hidden tests
+and environment (:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades
+of one base reuse it, as the benchmark's baseline is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from repogym.container.runner import AnyRunner, ContainerRunner
+from repogym.graders._runfiles import Sides
+from repogym.graders._test_run import Hidden, TestRun, run_tests
+from repogym.junit import Outcome
+from repogym.task import TestsConfig
+from repogym.tree import baselines as _baselines
+from repogym.workspace import Workspace
+
+BASE = Sides(code="base", tests="base")
+HEADS_TESTS = Sides(code="head", tests="head")  # the submission's tests on its own code
+ON_BASE_CODE = Sides(code="base", tests="head")  # the submission's tests without its code
+FLAKY_RUNS = 2  # the base's runs with `baseline`: the fewest that show a flaky test
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRuns:
+    """The base's runs of one task, in order."""
+
+    runs: tuple[TestRun, ...]
+
+    @property
+    def problem(self) -> str | None:
+        """Why the base has no results to compare with, if it has none."""
+        return next((r.problem for r in self.runs if r.problem is not None), None)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        """Every id some run of the base has a record of."""
+        return frozenset().union(*(run.ids for run in self.runs))
+
+    @property
+    def flaky(self) -> frozenset[str]:
+        """The ids whose outcome differs between the runs, or that a runner reran."""
+        changed = {i for i in self.ids if len({run.outcome(i) for run in self.runs}) > 1}
+        rerun = {i for run in self.runs for i, r in run.results.items() if r.flaky}
+        return frozenset(changed | rerun)
+
+    @property
+    def passing(self) -> frozenset[str]:
+        """The ids that passed in every run and are not flaky."""
+        flaky = self.flaky
+        return frozenset(
+            i
+            for i in self.ids
+            if i not in flaky and all(run.outcome(i) is Outcome.PASSED for run in self.runs)
+        )
+
+
+def base_runs(
+    workspace: Workspace, config: TestsConfig, runner: AnyRunner, hidden: Hidden
+) -> BaseRuns:
+    """The base's runs for this grade, made once per process (see the module)."""
+    times = FLAKY_RUNS if config.baseline else 1
+    key = _baselines.Key(
+        kind="base-tests",
+        repository=_baselines.repository(workspace.root),
+        commit=workspace.base,
+        depends_on=(
+            workspace.rubric,
+            workspace.task.digest,
+            _hidden_digest(hidden),
+            _environment(runner),
+            str(times),
+        ),
+    )
+    return _baselines.shared(
+        key, lambda: BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times))
+    )
+
+
+def _hidden_digest(hidden: Hidden) -> str:
+    """The hidden tests' identity: their paths and contents."""
+    root, files = hidden
+    digest = hashlib.sha256()
+    for path in files:
+        assert root is not None
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256((root / path).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _environment(runner: AnyRunner) -> str:
+    """Where the commands run and with what variables: the image, or the host."""
+    where = f"image {runner.image}" if isinstance(runner, ContainerRunner) else "host"
+    variables = sorted(runner.environment().items())
+    return hashlib.sha256(repr((where, variables)).encode()).hexdigest()
