@@ -46,7 +46,8 @@ class TestsOutcome:
     run: CommandResult | None  # the test command's (setup's when it failed), None: none ran
     problem: str | None  # why the report is not read or not trusted: the score is 0
     hidden_files: frozenset[str]  # the hidden tests put in the copy
-    hidden_ids: frozenset[str]  # the task ids in those files: never named, only counted
+    hidden_ids: frozenset[str]  # the ids of hidden tests among these: never named, only counted
+    listed_hidden: frozenset[str]  # those the task lists (its file names them anyway)
     shown: tuple[str, ...]  # the report's ids that messages may name
     files: RunFiles
     hidden_changed: bool  # whether the base changed tests.hidden since the merge base
@@ -84,6 +85,7 @@ class TestsOutcome:
             f2p = dict(against.targets) if config.added else f2p
             p2p = dict(against.regressions) if config.baseline else p2p
             results = {**results, **against.head_results}
+        hidden_ids = _hidden_ids((*f2p, *p2p), hidden, found=against is not None)
         return cls(
             fail_to_pass=f2p,
             pass_to_pass=p2p,
@@ -93,7 +95,8 @@ class TestsOutcome:
             run=run,
             problem=_tampered(run, results) if problem is None else problem,
             hidden_files=frozenset(hidden),
-            hidden_ids=_hidden_ids((*f2p, *p2p), hidden, found=against is not None),
+            hidden_ids=hidden_ids,
+            listed_hidden=hidden_ids & set(config.listed_ids),
             shown=_shown(results, hidden),
             files=files,
             hidden_changed=hidden_changed,

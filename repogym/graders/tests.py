@@ -178,7 +178,7 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
     details: dict[str, Any] = {
         "fail_to_pass": {i: o.value for i, o in outcome.fail_to_pass.items()},
         "pass_to_pass": {i: o.value for i, o in outcome.pass_to_pass.items()},
-        "hidden": sorted(outcome.hidden_ids),
+        "hidden": sorted(outcome.listed_hidden),
         "flaky": sorted(i for i in task_ids if i in results and results[i].flaky),
         "restored": outcome.files.restored,
         "tests_from": outcome.tests_from,
@@ -196,6 +196,8 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
             shown = {i: o for i, o in details[kind].items() if i not in outcome.hidden_ids}
             details[kind] = shown
         details["baseline"] = outcome.against.details(named=not outcome.hidden_ran)
+        found = outcome.hidden_ids - outcome.listed_hidden
+        details["baseline"]["counts"]["hidden"] = len(found)
     if run is not None:
         details["command"] = {
             "command": run.command,

@@ -165,3 +165,33 @@ def test_a_test_command_not_found_completes_the_check_run_with_the_error(job: Jo
     assert "`nosuchtool` was not found" in json.dumps(run["output"])
     assert step.report is not None and step.report["error"]["kind"] == "usage"
     assert "FAIL 0.000" not in step.log
+
+
+def test_a_task_without_lists_posts_what_the_base_showed(job: Job) -> None:
+    """`fail_to_pass: added` and `pass_to_pass: baseline` (issue 22): the base's runs are
+    made in the same job, and the sticky comment says what they showed."""
+    base, solution = example("bugfix")
+    written = base[".repogym.yml"]
+    task = written.decode() if isinstance(written, bytes) else str(written)
+    start, end = task.index("  fail_to_pass:"), task.index("  timeout:")
+    task = task[:start] + "  fail_to_pass: added\n  pass_to_pass: baseline\n" + task[end:]
+    task = task.replace("  protected: [tests/**]\n", "").replace("[src/**]", "[src/**, tests/**]")
+    added = (
+        "from slugify import slugify\n\n\ndef test_cedilla():\n"
+        '    assert slugify("Façade") == "facade"\n'
+    )
+    pull = job.open_pull(
+        13,
+        base={**base, ".repogym.yml": task},
+        head={**solution, "tests/test_cedilla.py": added},
+    )
+    step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    [comment] = job.fake.comments(13)
+    body = str(comment["body"])
+    assert "| Against the base (2 runs of its tests) | Tests |" in body
+    assert "| pass at the base: regression tests | 2 |" in body
+    assert "| added, failing without the change: the targets | 1 |" in body
+    [tests] = [c for c in step.report["components"] if c["name"] == "tests"]  # type: ignore[index]
+    assert tests["details"]["fail_to_pass"] == {"tests/test_cedilla.py::test_cedilla": "passed"}
+    assert tests["details"]["baseline"]["counts"]["regression_tests"] == 2

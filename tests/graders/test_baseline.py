@@ -5,13 +5,17 @@ the base, and the base's runs made once per process."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
 import pytest
 
+import repogym
 from repogym.graders import TestGrader, _base_tests
 from repogym.models import Role
+from repogym.render import render
+from repogym.report import report_dict
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import PYTEST, grade
@@ -317,3 +321,23 @@ def test_node_regressions_and_added_tests(repo: Repo) -> None:
     old_prefix = "" if version.stdout.startswith("v20.") else "test/calc.test.js::"
     assert component.details["fail_to_pass"] == {f"{prefix}adds": "passed"}
     assert component.details["baseline"]["broken"] == [f"{old_prefix}multiplies"]
+
+
+def test_hidden_tests_found_by_the_base_are_never_named(repo: Repo) -> None:
+    secret = (
+        "import calc\n\n\ndef test_secret_sub_name():\n    assert calc.sub(9, 4) == 5\n\n\n"
+        "def test_secret_mul_name():\n    assert calc.mul(3, 3) == 9\n"
+    )
+    text = task(extra="  hidden: .repogym/hidden\n")
+    project(repo, text, {".repogym/hidden/tests/test_secret.py": secret})
+    repo.write({"src/calc.py": FIXED.replace("a * b", "a ** b"), "tests/test_add.py": NEW_TEST})
+    report = report_dict(repogym.grade(repo.root, base="main"))
+    assert "secret" not in json.dumps(report)
+    [tests] = [c for c in report["components"] if c["name"] == "tests"]
+    counts = tests["details"]["baseline"]["counts"]
+    assert counts["hidden"] == 2 and counts["broken"] == 2  # test_mul and a hidden one
+    assert tests["details"]["baseline"]["named"] is False
+    assert "pass_to_pass: 1 hidden test not passing" in tests["messages"]
+    rendered = render(report, "comment.md.j2")
+    assert "secret" not in rendered and "| ❌ broken: fail or error at the head | 2 |" in rendered
+    assert "2 hidden tests ran with the others; their names are not shown." in rendered

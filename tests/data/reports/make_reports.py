@@ -1,6 +1,6 @@
 """Make the JSON reports the renderer's golden files are rendered from.
 
-    python tests/data/reports/make_reports.py     # from the repository root, ~1 minute
+    python tests/data/reports/make_reports.py [NAME...]   # from the repository root, ~1 minute
 
 The reports of real grades come from grading the bundled examples (repogym._demo) with
 `repogym grade --json`: a reference solution, a bad one, one that fails a hidden test,
@@ -45,24 +45,33 @@ HOSTILE = (
 )
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Make the reports ``names`` (all of them when none is named)."""
     with tempfile.TemporaryDirectory(prefix="repogym-reports-") as temp:
         root = Path(temp)
-        reports = {
-            "pass": grade(root, "bugfix", "pass"),
-            "fail": grade(root, "bugfix", "fail", _bad_bugfix),
-            "hidden": grade(root, "feature", "hidden", _no_tie_break),
-            "every_grader": grade(root, "perf", "every_grader", _every_grader),
+        graded = {
+            "pass": lambda: grade(root, "bugfix", "pass"),
+            "fail": lambda: grade(root, "bugfix", "fail", _bad_bugfix),
+            "hidden": lambda: grade(root, "feature", "hidden", _no_tie_break),
+            "every_grader": lambda: grade(root, "perf", "every_grader", _every_grader),
+            "baseline": lambda: grade(root, "bugfix", "baseline", _baseline),
         }
-    reports["error_task"] = _error_task(reports["fail"])
-    reports["error_internal"] = _error_internal(reports["pass"])
-    reports["error_environment"] = _error_environment(reports["fail"])
-    reports["hostile"] = _hostile(reports["fail"])
-    reports["long"] = _long(reports["fail"])
+        wanted = names or [*graded, *_EDITED]
+        reports = {name: make() for name, make in graded.items() if name in wanted}
+    for name, (source, edit) in _EDITED.items():
+        if name in wanted:
+            reports[name] = edit(_read(source, reports))
     for name, report in reports.items():
         text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
         (HERE / f"{name}.json").write_text(text, encoding="utf-8")
         print(f"{name}.json: {report.get('summary') or report['error']['message']}")
+
+
+def _read(name: str, reports: dict[str, Any]) -> dict[str, Any]:
+    if name in reports:
+        return reports[name]  # type: ignore[no-any-return]
+    loaded: dict[str, Any] = json.loads((HERE / f"{name}.json").read_text(encoding="utf-8"))
+    return loaded
 
 
 def grade(root: Path, example: str, name: str, edit: Any = None) -> dict[str, Any]:
@@ -104,6 +113,36 @@ def _bad_bugfix(repo: Path) -> None:
     )
     tests = repo / "tests/test_slugify.py"
     tests.write_text(tests.read_text().replace('"deja-vu"', '"dj-vu"'))
+
+
+def _baseline(repo: Path) -> None:
+    """The bugfix example graded without lists (issue 22): on the base, a task of
+    `fail_to_pass: added` and `pass_to_pass: baseline`; the submission fixes the accents
+    and adds a test of them and one that passes anyway, and drops digits on the way, which
+    breaks an old test."""
+    task = repo / ".repogym.yml"
+    text = task.read_text()
+    start, end = text.index("  fail_to_pass:"), text.index("  timeout:")
+    text = text[:start] + "  fail_to_pass: added\n  pass_to_pass: baseline\n" + text[end:]
+    text = text.replace("  protected: [tests/**]\n", "").replace("[src/**]", "[src/**, tests/**]")
+    _git(repo, "checkout", "--quiet", "main")
+    task.write_text(text)
+    _git(repo, "add", "--all")
+    _git(repo, "commit", "--quiet", "-m", "baseline")
+    _git(repo, "checkout", "--quiet", "submission")
+    _git(repo, "rebase", "--quiet", "main")
+    core = repo / "src/slugify/core.py"
+    core.write_text(
+        core.read_text()
+        .replace("import re\n", "import re\nimport unicodedata\n")
+        .replace('title.encode("ascii"', 'unicodedata.normalize("NFKD", title).encode("ascii"')
+        .replace("[a-z0-9]+", "[a-z]+")
+    )
+    (repo / "tests/test_accents.py").write_text(
+        "from slugify import slugify\n\n\ndef test_cedilla():\n"
+        '    assert slugify("Façade") == "facade"\n\n\ndef test_plain_word():\n'
+        '    assert slugify("word") == "word"\n'
+    )
 
 
 def _no_tie_break(repo: Path) -> None:
@@ -314,5 +353,15 @@ def _long(fail: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
+# The reports made by editing another: the report they edit, and the edit.
+_EDITED = {
+    "error_task": ("fail", _error_task),
+    "error_internal": ("pass", _error_internal),
+    "error_environment": ("fail", _error_environment),
+    "hostile": ("fail", _hostile),
+    "long": ("fail", _long),
+}
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
