@@ -371,14 +371,14 @@ def test_this_repositorys_task_loads_and_protects_the_tests() -> None:
     assert task.type == "refactor"
     assert "tests/**" in task.constraints.protected
     assert task.constraints.paths == ("repogym/**/*.py", "repogym_action/**/*.py")
-    assert task.tests is not None and task.tests.pass_to_pass
+    assert task.tests is not None and task.tests.baseline
 
 
-def test_this_repositorys_task_names_tests_that_exist() -> None:
+def test_this_repositorys_task_runs_tests_that_exist() -> None:
     task = load_task(ROOT / ".repogym.yml")
     assert task.tests is not None
-    files = task.tests.test_files()
-    assert all(path in task.tests.command for path in files)
+    files = [word for word in task.tests.command.split() if word.startswith("tests/")]
+    assert files and all((ROOT / path).is_file() for path in files)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
         cwd=ROOT,
@@ -387,7 +387,8 @@ def test_this_repositorys_task_names_tests_that_exist() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert set(task.tests.pass_to_pass) <= set(done.stdout.splitlines())
+    collected = [line for line in done.stdout.splitlines() if "::" in line]
+    assert len(collected) > 30  # what `pass_to_pass: baseline` keeps passing
 
 
 def test_this_repositorys_code_is_within_its_tasks_quality_limits() -> None:

@@ -67,27 +67,18 @@ class AgainstBase:
         """``graded``: the submission's code with the base's tests; ``heads``: with its
         own tests (None: it changed none); ``without``: its tests on the base's code."""
         at_head = heads if heads is not None else graded
-        paths = compile_globs(config.paths)
-        new = sorted(
-            i for i in at_head.ids - base.ids if (f := file_of(i)) is None or paths.match_file(f)
-        )
+        new = _new_ids(config, base, at_head)
         added = new if config.added and heads is not None else []
         on_base = {i: without.outcome(i) if without else Outcome.MISSING for i in added}
         targets = {i: at_head.outcome(i) for i in added if on_base[i] in _PROVEN}
-        excluded = set(config.target_ids) | set(added)
-        regressions = (
-            {i: graded.outcome(i) for i in sorted(base.passing - excluded)}
-            if config.baseline
-            else {}
-        )
         return cls(
             base=base,
-            regressions=regressions,
+            regressions=_regressions(config, base, graded, excluded={*added}),
             new={i: at_head.outcome(i) for i in new},
             added=config.added,
             targets=targets,
-            passes_at_base=tuple(i for i in added if on_base[i] is Outcome.PASSED),
-            skipped_at_base=tuple(i for i in added if on_base[i] is Outcome.SKIPPED),
+            passes_at_base=_at_base(on_base, Outcome.PASSED),
+            skipped_at_base=_at_base(on_base, Outcome.SKIPPED),
             head_results={i: at_head.results[i] for i in targets if i in at_head.results},
             test_files=test_files,
         )
@@ -182,6 +173,29 @@ class AgainstBase:
                 "that fails without it"
             )
         return "none of the added tests fails without the change: none shows what it fixes"
+
+
+def _new_ids(config: TestsConfig, base: BaseRuns, at_head: TestRun) -> list[str]:
+    """The ids of the head's tests that the base does not have, in files under
+    ``tests.paths`` (or naming no file)."""
+    paths = compile_globs(config.paths)
+    fresh = at_head.ids - base.ids
+    return sorted(i for i in fresh if (f := file_of(i)) is None or paths.match_file(f))
+
+
+def _regressions(
+    config: TestsConfig, base: BaseRuns, graded: TestRun, *, excluded: set[str]
+) -> dict[str, Outcome]:
+    """With ``baseline``, each regression test's outcome in the graded run: the tests
+    that pass at the base, but for the targets (listed, or ``excluded``: added)."""
+    if not config.baseline:
+        return {}
+    kept = base.passing - set(config.target_ids) - excluded
+    return {i: graded.outcome(i) for i in sorted(kept)}
+
+
+def _at_base(on_base: Mapping[str, Outcome], outcome: Outcome) -> tuple[str, ...]:
+    return tuple(i for i, o in on_base.items() if o is outcome)
 
 
 def _listed(ids: list[str], named: bool) -> str:

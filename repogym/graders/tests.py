@@ -191,13 +191,7 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
         ),
     }
     if outcome.against is not None:
-        # Ids the base's runs found, not the task's: a hidden test's is never shown.
-        for kind in ("fail_to_pass", "pass_to_pass"):
-            shown = {i: o for i, o in details[kind].items() if i not in outcome.hidden_ids}
-            details[kind] = shown
-        details["baseline"] = outcome.against.details(named=not outcome.hidden_ran)
-        found = outcome.hidden_ids - outcome.listed_hidden
-        details["baseline"]["counts"]["hidden"] = len(found)
+        details.update(_against_details(outcome, outcome.against))
     if run is not None:
         details["command"] = {
             "command": run.command,
@@ -208,6 +202,18 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
     return details
+
+
+def _against_details(outcome: TestsOutcome, against: AgainstBase) -> dict[str, Any]:
+    """The ids the base's runs found, not the task's (a hidden test's never shown), and
+    the comparison's own details."""
+    found: dict[str, Any] = {
+        kind: {i: o.value for i, o in outcomes.items() if i not in outcome.hidden_ids}
+        for kind, (outcomes, _) in outcome.kinds.items()
+    }
+    found["baseline"] = against.details(named=not outcome.hidden_ran)
+    found["baseline"]["counts"]["hidden"] = len(outcome.hidden_ids - outcome.listed_hidden)
+    return found
 
 
 def _up_to_date(outcome: TestsOutcome) -> str | None:

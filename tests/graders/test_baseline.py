@@ -6,16 +6,21 @@ the base, and the base's runs made once per process."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
 import repogym
 from repogym.graders import TestGrader, _base_tests
+from repogym.graders._test_run import concurrently
 from repogym.models import Role
 from repogym.render import render
 from repogym.report import report_dict
+from repogym.runner import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import PYTEST, grade
@@ -341,3 +346,31 @@ def test_hidden_tests_found_by_the_base_are_never_named(repo: Repo) -> None:
     rendered = render(report, "comment.md.j2")
     assert "secret" not in rendered and "| ❌ broken: fail or error at the head | 2 |" in rendered
     assert "2 hidden tests ran with the others; their names are not shown." in rendered
+
+
+def test_when_one_run_stops_the_runs_beside_it_are_killed(tmp_path: Path) -> None:
+    """The base's runs go beside the graded one (graders._test_run.concurrently): when
+    the grade stops (a cancel, an error), their commands must not run on."""
+    holder = tmp_path / "runs"
+    holder.mkdir()
+    fifo = holder / "started"
+    os.mkfifo(fifo, 0o666)
+    runner = Runner()
+
+    def beside() -> object:
+        command = f"echo $$ > {fifo}; exec sleep 3017"
+        return runner.run(command, holder, timeout=600, writable=[holder])
+
+    def graded() -> object:
+        with fifo.open() as started:  # opens once the command writes: an event
+            pids.append(int(started.read()))
+        raise RuntimeError("the graded run failed")
+
+    pids: list[int] = []
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="the graded run failed"):
+        concurrently(runner, [graded, beside])
+    assert time.monotonic() - started < 60  # within a poll slice, not the 600 s timeout
+    assert not Path(f"/proc/{pids[0]}").exists() or "sleep" not in Path(
+        f"/proc/{pids[0]}/cmdline"
+    ).read_bytes().decode(errors="replace")
