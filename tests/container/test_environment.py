@@ -110,6 +110,47 @@ def test_an_example_gets_the_same_verdict_in_an_environment(
     assert without["environment"] is None
 
 
+def _without_lists(repo: Path, environment: str = "") -> None:
+    """The bugfix example's task with `fail_to_pass: added` and `pass_to_pass: baseline`
+    (issue 22), the tests the submission's to change; it adds a test of its fix and
+    breaks an old test on the way."""
+    _git(repo, "checkout", "--quiet", "main")
+    task = repo / ".repogym.yml"
+    text = task.read_text()
+    start, end = text.index("  fail_to_pass:"), text.index("  timeout:")
+    text = text[:start] + "  fail_to_pass: added\n  pass_to_pass: baseline\n" + text[end:]
+    text = text.replace("  protected: [tests/**]\n", "").replace("[src/**]", "[src/**, tests/**]")
+    task.write_text(text + environment)
+    _git(repo, "commit", "--quiet", "-am", "without lists")
+    _git(repo, "checkout", "--quiet", "submission")
+    _git(repo, "rebase", "--quiet", "main")
+    core = repo / "src/slugify/core.py"
+    core.write_text(core.read_text().replace("[a-z0-9]+", "[a-z]+"))
+    (repo / "tests/test_cedilla.py").write_text(
+        "from slugify import slugify\n\n\ndef test_cedilla():\n"
+        '    assert slugify("Façade") == "facade"\n'
+    )
+    _git(repo, "add", "--all")
+    _git(repo, "commit", "--quiet", "-m", "a test, and digits dropped")
+
+
+def test_a_task_without_lists_grades_the_same_in_an_environment(tmp_path: Path, image: str) -> None:
+    plain = build_example_repo("bugfix", tmp_path / "plain", solution=True)
+    boxed = build_example_repo("bugfix", tmp_path / "boxed", solution=True)
+    _without_lists(plain)
+    _without_lists(boxed, f"environment:\n  image: {image}\n")
+    code, without, _ = _grade(plain)
+    code_in, within, said = _grade(boxed)
+    assert (code_in, code) == (1, 1), said
+    tests = [next(c for c in r["components"] if c["name"] == "tests") for r in (without, within)]
+    for kind in ("fail_to_pass", "pass_to_pass", "baseline"):
+        assert tests[1]["details"][kind] == tests[0]["details"][kind], kind
+    assert tests[1]["details"]["fail_to_pass"] == {"tests/test_cedilla.py::test_cedilla": "passed"}
+    assert tests[1]["details"]["baseline"]["broken"] == ["tests/test_slugify.py::test_ascii"]
+    assert within["environment"]["image"] == image
+    assert _ours() == []
+
+
 def test_a_dockerfile_is_built_at_the_base_then_reused(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
     _git(repo, "checkout", "--quiet", "main")
