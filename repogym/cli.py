@@ -1,4 +1,4 @@
-"""The ``repogym`` command: ``grade``, ``validate``, ``metrics``, ``demo``.
+"""The ``repogym`` command: ``grade``, ``validate``, ``metrics``, ``demo``, ``batch``.
 
 Exit codes: 0 passed (or done), 1 graded and not passed, 2 a usage, task or workspace
 error, printed as one line per problem and never as a traceback, 3 an error that is not
@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, NoReturn
 from repogym import __version__
 from repogym._demo import build_example_repo, example_names, skipped
 from repogym._words import counted
+from repogym.batch import command as _batch
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file, measuring_many
@@ -42,7 +43,7 @@ from repogym.sandbox.process import (
 from repogym.tree import git as _git
 from repogym.validate import validate
 
-_COMMANDS = ("grade", "validate", "metrics", "demo")
+_COMMANDS = ("grade", "validate", "metrics", "demo", "batch")
 
 
 class _Output(NamedTuple):
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="grade the bundled example tasks in a temporary repository"
     )
     demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
+    _batch.add_options(commands.add_parser("batch", help="grade many jobs of a JSON Lines file"))
     return parser
 
 
@@ -193,6 +195,8 @@ def run_command(argv: Sequence[str] | None = None) -> int:
             return _metrics(args)
         if args.command == "validate":
             return _validate(args)
+        if args.command == "batch":
+            return _batch.run(args)
         return _demo(args)
     except RepogymError as error:
         for line in error.lines:

@@ -1,0 +1,154 @@
+"""The local executor of a batch (issue 23): worker processes on this machine, one job
+each at a time, ``--jobs N`` of them (default: the cores).
+
+- **Perf jobs run alone.** A job that times a benchmark must not run beside other work,
+  which would time it too. Each worker takes a lock on a file shared by the batch's
+  workers for the whole of a job: shared for a job without ``perf``, exclusive for one
+  with it. A turnstile (a second lock, taken exclusively on the way in) keeps a waiting
+  perf job from being starved by the others: once it waits, no new job starts until it
+  has run.
+- **A dead worker** (killed, out of memory) takes its job with it: every job it may have
+  been running is given once more to a fresh pool, and said so in its line
+  (``retried``); a job whose worker dies twice gets an error line.
+- **Ctrl-C, SIGTERM**: the workers are told to stop (their grades' commands are killed
+  as a grade's are), nothing more is started, and every line finished is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from repogym.batch.jobs import Job, grade_job
+from repogym.report import error_report
+from repogym.sandbox.process import signals_interrupt
+
+_LOCKS: tuple[str, str] = ("", "")  # this worker's (turnstile, room), set by _start
+
+
+def _start(locks: tuple[str, str]) -> None:
+    """A worker's start: the batch's lock files, and Ctrl-C left to the parent, which
+    stops the workers with SIGTERM."""
+    global _LOCKS
+    _LOCKS = locks
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run(job: Job, perf: bool) -> dict[str, Any]:
+    """One job in a worker, holding the room as its kind must."""
+    with signals_interrupt(), _room(perf):
+        return grade_job(job)
+
+
+@contextlib.contextmanager
+def _room(alone: bool) -> Iterator[None]:
+    turnstile_path, room_path = _LOCKS
+    if not room_path:
+        yield
+        return
+    with Path(turnstile_path).open("a") as turnstile, Path(room_path).open("a") as room:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        if alone:
+            fcntl.flock(room, fcntl.LOCK_EX)  # every job in the room has left
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+            fcntl.flock(room, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+
+
+def run_local(
+    jobs: Iterable[Job], workers: int, locks_dir: Path, done: Callable[[dict[str, Any]], None]
+) -> None:
+    """Grade ``jobs`` in ``workers`` processes, handing each line to ``done`` as its job
+    ends (in the order they end)."""
+    locks = (str(locks_dir / "turnstile.lock"), str(locks_dir / "room.lock"))
+    pending = list(jobs)
+    tries: dict[str, int] = {}
+    while pending:
+        pending = _one_pool(pending, workers, locks, tries, done)
+
+
+def _one_pool(
+    pending: list[Job],
+    workers: int,
+    locks: tuple[str, str],
+    tries: dict[str, int],
+    done: Callable[[dict[str, Any]], None],
+) -> list[Job]:
+    """Run ``pending`` in a pool until they are done or the pool breaks; the jobs left
+    to run in the next one (those the broken pool may have been running)."""
+    context = multiprocessing.get_context("forkserver")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(locks,))
+    running: dict[Future[dict[str, Any]], Job] = {}
+    queue = list(pending)
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.pop(0)
+                tries[job.id] = tries.get(job.id, 0) + 1
+                running[pool.submit(_run, job, job.perf)] = job
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken = [f for f in finished if isinstance(f.exception(), BrokenProcessPool)]
+            for future in [f for f in finished if f not in broken]:
+                _done(running.pop(future), future.result(), tries, done)
+            if broken:
+                return _after_break(running, queue, tries, done)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return []
+
+
+def _done(
+    job: Job, line: dict[str, Any], tries: dict[str, int], done: Callable[[dict[str, Any]], None]
+) -> None:
+    if tries[job.id] > 1:
+        line["retried"] = True
+    done(line)
+
+
+def _after_break(
+    running: dict[Future[dict[str, Any]], Job],
+    queue: list[Job],
+    tries: dict[str, int],
+    done: Callable[[dict[str, Any]], None],
+) -> list[Job]:
+    """A worker died: the jobs that finished are kept, each other that was running
+    gets another try, once."""
+    again = []
+    for future, lost in running.items():
+        if future.done() and future.exception() is None:
+            _done(lost, future.result(), tries, done)
+        elif tries[lost.id] >= 2:
+            report = error_report(
+                "internal", "the worker grading this job died twice (killed, or out of memory)"
+            )
+            done({"id": lost.id, **report, "retried": True})
+        else:
+            again.append(lost)
+    return again + queue
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Tell every worker to stop (SIGTERM: its grade's commands are killed on the way
+    out), and wait for them."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError, AttributeError, TypeError):
+            os.kill(process.pid, signal.SIGTERM)
+    for process in processes:
+        process.join()
