@@ -50,6 +50,8 @@ _EXPORTS = {
     "WorkspaceError": "repogym.errors",
     "WriteFile": "repogym.actions",
     "grade": "repogym.grading",
+    "grade_many": "repogym.batch",
+    "grade_many_async": "repogym.batch",
     "load_task": "repogym.task",
     "parse_task": "repogym.task",
 }
@@ -57,6 +59,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     __version__: str
     from repogym.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
+    from repogym.batch import grade_many, grade_many_async
     from repogym.env import RepoEnv
     from repogym.errors import (
         EnvError,
@@ -126,6 +129,8 @@ __all__ = [
     "WriteFile",
     "__version__",
     "grade",
+    "grade_many",
+    "grade_many_async",
     "load_task",
     "parse_task",
 ]

@@ -9,20 +9,79 @@ takes it up where it stopped. Progress is told as jobs end; the summary comes la
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.batch.jobs import Job, grade_job, read_jobs
+from repogym.batch.jobs import Job, grade_job, job_of, read_jobs
 from repogym.batch.local import run_local
 from repogym.errors import UsageError
 
-__all__ = ["Summary", "finished_ids", "run_batch"]
+__all__ = ["Local", "Summary", "finished_ids", "grade_many", "grade_many_async", "run_batch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """Grade on this machine: ``workers`` processes (default: the cores); 1 grades the
+    jobs one after another in this process."""
+
+    workers: int | None = None
+
+    def run(self, jobs: list[Job]) -> Generator[dict[str, Any], None, None]:
+        count = self.workers or os.cpu_count() or 1
+        if count == 1:
+            for job in jobs:
+                yield grade_job(job)
+            return
+        with tempfile.TemporaryDirectory(prefix="repogym-batch-") as locks:
+            yield from run_local(jobs, count, Path(locks))
+
+
+Executor = Local
+
+
+def grade_many(
+    jobs: Iterable[Job | Mapping[str, Any]],
+    *,
+    executor: Executor | None = None,
+    root: str | os.PathLike[str] = ".",
+) -> Generator[dict[str, Any], None, None]:
+    """Grade ``jobs`` (objects with a job file line's keys, docs/batch.md; relative paths
+    are ``root``'s) with ``executor`` (default: :class:`Local`); each job's line (its
+    report, ``id`` and ``timings``) as the job ends. A job that cannot be graded yields
+    an error report; closing the iterator stops what runs."""
+    given = [
+        job if isinstance(job, Job) else job_of(dict(job), n, os.fspath(root))
+        for n, job in enumerate(jobs, start=1)
+    ]
+    _check_ids(given, None)
+    yield from (executor or Local()).run(given)
+
+
+async def grade_many_async(
+    jobs: Iterable[Job | Mapping[str, Any]],
+    *,
+    executor: Executor | None = None,
+    root: str | os.PathLike[str] = ".",
+) -> AsyncIterator[dict[str, Any]]:
+    """:func:`grade_many` for an event loop (a training loop's rollouts): the grading
+    runs in a thread, and each line is awaited."""
+    lines = grade_many(jobs, executor=executor, root=root)
+    end = object()
+    try:
+        while True:
+            line = await asyncio.to_thread(next, lines, end)
+            if line is end:
+                return
+            yield line  # type: ignore[misc]
+    finally:
+        await asyncio.to_thread(lines.close)
 
 
 @dataclass(slots=True)
@@ -81,6 +140,7 @@ def run_batch(
     output: Path,
     *,
     workers: int | None = None,
+    executor: Executor | None = None,
     resume: bool = False,
     told: Callable[[Summary, Mapping[str, Any] | None], None] | None = None,
 ) -> Summary:
@@ -112,24 +172,24 @@ def run_batch(
             if told is not None:
                 told(summary, line)
 
-        count = workers or os.cpu_count() or 1
-        if count == 1:
-            for job in todo:
-                write(grade_job(job))
-        else:
-            with tempfile.TemporaryDirectory(prefix="repogym-batch-") as locks:
-                run_local(todo, count, Path(locks), write)
+        lines = (executor or Local(workers)).run(todo)
+        try:
+            for line in lines:
+                write(line)
+        finally:
+            lines.close()
     finally:
         os.close(fd)
     return summary
 
 
-def _check_ids(jobs: list[Job], jobs_file: Path) -> None:
+def _check_ids(jobs: list[Job], jobs_file: Path | None) -> None:
     seen: dict[str, int] = {}
+    where = f"{jobs_file}: line" if jobs_file is not None else "job"
     for job in jobs:
         if job.id in seen:
             raise UsageError(
-                f"{jobs_file}: line {job.line}: id {job.id!r} is line {seen[job.id]}'s too; "
-                "give each job an id of its own"
+                f"{where} {job.line}: id {job.id!r} is {seen[job.id]}'s too; give each job "
+                "an id of its own"
             )
         seen[job.id] = job.line

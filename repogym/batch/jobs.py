@@ -93,11 +93,19 @@ def read_jobs(path: Path) -> Iterator[Job]:
 
 
 def _job(text: str, number: int, root: str) -> Job:
-    where = f"line {number}"
     try:
         data = json.loads(text)
     except ValueError as error:
-        return Job(str(number), number, None, f"{where}: not JSON ({error}); write one object")
+        return Job(
+            str(number), number, None, f"line {number}: not JSON ({error}); write one object"
+        )
+    return job_of(data, number, root)
+
+
+def job_of(data: object, number: int, root: str = ".") -> Job:
+    """The job ``data`` (a line's object) is, number ``number``; relative paths are
+    ``root``'s."""
+    where = f"line {number}"
     fallback = data.get("id") if isinstance(data, dict) else None
     job_id = fallback if isinstance(fallback, str) and fallback else str(number)
     if not isinstance(data, dict):
@@ -109,7 +117,7 @@ def _job(text: str, number: int, root: str) -> Job:
         key = ".".join(str(p) for p in first["loc"]) or "the job"
         message = first["msg"].removeprefix("Value error, ")
         return Job(job_id, number, None, f"{where}: `{key}`: {message}")
-    return Job(spec.id or str(number), number, spec, None, root)
+    return Job(spec.id or str(number), number, spec, None, str(Path(root).resolve()))
 
 
 def _kind(value: object) -> str:

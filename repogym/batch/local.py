@@ -21,7 +21,7 @@ import fcntl
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -68,25 +68,19 @@ def _room(alone: bool) -> Iterator[None]:
             fcntl.flock(room, fcntl.LOCK_UN)
 
 
-def run_local(
-    jobs: Iterable[Job], workers: int, locks_dir: Path, done: Callable[[dict[str, Any]], None]
-) -> None:
-    """Grade ``jobs`` in ``workers`` processes, handing each line to ``done`` as its job
-    ends (in the order they end)."""
+def run_local(jobs: Iterable[Job], workers: int, locks_dir: Path) -> Iterator[dict[str, Any]]:
+    """Grade ``jobs`` in ``workers`` processes; each line as its job ends (in the order
+    they end). Closing the iterator stops the workers."""
     locks = (str(locks_dir / "turnstile.lock"), str(locks_dir / "room.lock"))
     pending = list(jobs)
     tries: dict[str, int] = {}
     while pending:
-        pending = _one_pool(pending, workers, locks, tries, done)
+        pending = yield from _one_pool(pending, workers, locks, tries)
 
 
 def _one_pool(
-    pending: list[Job],
-    workers: int,
-    locks: tuple[str, str],
-    tries: dict[str, int],
-    done: Callable[[dict[str, Any]], None],
-) -> list[Job]:
+    pending: list[Job], workers: int, locks: tuple[str, str], tries: dict[str, int]
+) -> Generator[dict[str, Any], None, list[Job]]:
     """Run ``pending`` in a pool until they are done or the pool breaks; the jobs left
     to run in the next one (those the broken pool may have been running)."""
     context = multiprocessing.get_context("forkserver")
@@ -102,44 +96,40 @@ def _one_pool(
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             broken = [f for f in finished if isinstance(f.exception(), BrokenProcessPool)]
             for future in [f for f in finished if f not in broken]:
-                _done(running.pop(future), future.result(), tries, done)
+                yield _marked(running.pop(future), future.result(), tries)
             if broken:
-                return _after_break(running, queue, tries, done)
-    except BaseException:
+                again = yield from _after_break(running, tries)
+                return again + queue
+    except BaseException:  # an interrupt, or the iterator closed
         _stop(pool)
         raise
     pool.shutdown()
     return []
 
 
-def _done(
-    job: Job, line: dict[str, Any], tries: dict[str, int], done: Callable[[dict[str, Any]], None]
-) -> None:
+def _marked(job: Job, line: dict[str, Any], tries: dict[str, int]) -> dict[str, Any]:
     if tries[job.id] > 1:
         line["retried"] = True
-    done(line)
+    return line
 
 
 def _after_break(
-    running: dict[Future[dict[str, Any]], Job],
-    queue: list[Job],
-    tries: dict[str, int],
-    done: Callable[[dict[str, Any]], None],
-) -> list[Job]:
-    """A worker died: the jobs that finished are kept, each other that was running
-    gets another try, once."""
+    running: dict[Future[dict[str, Any]], Job], tries: dict[str, int]
+) -> Generator[dict[str, Any], None, list[Job]]:
+    """A worker died: the lines of the jobs that finished, and the others that were
+    running, to be tried again, once."""
     again = []
     for future, lost in running.items():
         if future.done() and future.exception() is None:
-            _done(lost, future.result(), tries, done)
+            yield _marked(lost, future.result(), tries)
         elif tries[lost.id] >= 2:
             report = error_report(
                 "internal", "the worker grading this job died twice (killed, or out of memory)"
             )
-            done({"id": lost.id, **report, "retried": True})
+            yield {"id": lost.id, **report, "retried": True}
         else:
             again.append(lost)
-    return again + queue
+    return again
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
