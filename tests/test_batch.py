@@ -8,12 +8,10 @@ import asyncio
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,68 +20,29 @@ import pytest
 import repogym
 from repogym._demo import build_example_repo
 from repogym.batch import Local
-from tests.repo import IDENTITY
+from tests.batching import (
+    blocking_jobs,
+    comparable,
+    fifo_path,
+    git,
+    lines_of,
+    make_jobs,
+    readers,
+    release,
+    run_batch,
+    status,
+)
 from tests.waiting import BACKSTOP
 
-# What differs between two grades of one job: when and how long, and where it ran.
-_VARYING = ("timings", "duration", "output_tail", "command")
 
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env={**os.environ, **IDENTITY}, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+@pytest.fixture
+def fifo() -> Iterator[Path]:
+    yield from fifo_path()
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A job file over the bugfix example: its solution as a ref, a patch and a tree, the
-    empty submission, and three jobs that cannot be graded."""
-    root = tmp_path_factory.mktemp("batch")
-    repo = build_example_repo("bugfix", root / "bugfix", solution=True)
-    (root / "fix.patch").write_text(_git(repo, "diff", "main", "submission"))
-    tree = root / "tree"
-    _git(repo, "worktree", "add", "--quiet", "--detach", str(tree), "submission")
-    lines = [
-        {"repo": "bugfix", "base": "main", "ref": "submission", "id": "ref"},
-        {"repo": "bugfix", "base": "main", "patch": "fix.patch", "id": "patch"},
-        {"repo": "bugfix", "base": "main", "tree": "tree", "id": "tree"},
-        {"repo": "bugfix", "base": "main", "ref": "main", "id": "empty"},
-        {"repo": "bugfix", "base": "main", "patch": "no-such.patch", "id": "missing patch"},
-        {"repo": "bugfix", "base": "main", "id": "no submission"},
-    ]
-    text = "".join(json.dumps(line) + "\n" for line in lines) + "not json\n"
-    (root / "jobs.jsonl").write_text(text)
-    return root / "jobs.jsonl"
-
-
-def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "repogym", "batch", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=BACKSTOP,
-    )
-    assert not check or done.returncode in (0, 1), done.stdout + done.stderr
-    return done
-
-
-def lines_of(output: Path) -> dict[str, dict[str, Any]]:
-    lines = [json.loads(text) for text in output.read_text().splitlines()]
-    by_id = {line["id"]: line for line in lines}
-    assert len(by_id) == len(lines), "an id twice"
-    return by_id
-
-
-def comparable(line: dict[str, Any]) -> Any:
-    """A line without what differs from one grade of a job to another."""
-    if isinstance(line, dict):
-        return {k: comparable(v) for k, v in line.items() if k not in _VARYING}
-    if isinstance(line, list):
-        return [comparable(v) for v in line]
-    return line
+    return make_jobs(tmp_path_factory.mktemp("batch"))
 
 
 def test_one_worker_and_two_give_the_same_reports(batch: Path, tmp_path: Path) -> None:
@@ -121,75 +80,8 @@ def test_an_output_with_lines_needs_resume(batch: Path, tmp_path: Path) -> None:
     )
 
 
-def _blocking_jobs(root: Path, fifo: Path) -> Path:
-    """Two jobs: the first's test waits until the test opens ``fifo``'s other end, the
-    second (the empty submission of another repository) is quick."""
-    repo = build_example_repo("bugfix", root / "slow", solution=True)
-    _git(repo, "checkout", "--quiet", "main")
-    wait = f"\n\ndef test_waits():\n    with open({str(fifo)!r}) as f:\n        f.read()\n"
-    test = repo / "tests/test_slugify.py"
-    test.write_text(test.read_text() + wait)
-    _git(repo, "commit", "--quiet", "-am", "a test that waits")
-    _git(repo, "checkout", "--quiet", "submission")
-    _git(repo, "rebase", "--quiet", "main")
-    build_example_repo("bugfix", root / "plain", solution=False)
-    jobs = root / "jobs.jsonl"
-    jobs.write_text(
-        json.dumps({"repo": "slow", "base": "main", "ref": "submission", "id": "slow"})
-        + "\n"
-        + json.dumps({"repo": "plain", "base": "main", "ref": "submission", "id": "quick"})
-        + "\n"
-    )
-    return jobs
-
-
-@pytest.fixture
-def fifo() -> Any:
-    """A FIFO the sandbox user's tests can open: a job's test reads it, so that the test
-    knows by opening its other end that the job is running."""
-    holder = Path(tempfile.mkdtemp(prefix="repogym-batch-fifo-"))
-    holder.chmod(0o711)
-    path = holder / "running"
-    os.mkfifo(path, 0o666)
-    path.chmod(0o666)
-    yield path
-    shutil.rmtree(holder, ignore_errors=True)
-
-
-def _release(fifo: Path) -> threading.Thread:
-    """Let the next test that reads ``fifo`` end: open the other end, then close it."""
-
-    def release() -> None:
-        os.close(os.open(fifo, os.O_WRONLY))
-
-    thread = threading.Thread(target=release, daemon=True)
-    thread.start()
-    return thread
-
-
-def _readers(fifo: Path) -> list[int]:
-    """The processes that have ``fifo`` open."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            links = [str(fd.readlink()) for fd in (proc / "fd").iterdir()]
-        except OSError:
-            continue
-        if str(fifo) in links:
-            found.append(int(proc.name))
-    return found
-
-
-def _status(pid: int, key: str) -> int:
-    """A number of ``/proc/PID/status`` (the first, for ``Uid:``: the real uid)."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(key)))
-
-
 def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path, fifo: Path) -> None:
-    jobs = _blocking_jobs(tmp_path, fifo)
+    jobs = blocking_jobs(tmp_path, fifo)
     lines = jobs.read_text().splitlines()
     jobs.write_text("\n".join(reversed(lines)) + "\n")  # the quick job first
     output = tmp_path / "out.jsonl"
@@ -204,7 +96,7 @@ def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path, fifo: Path) -> 
     finally:
         if batch.poll() is None:
             batch.kill()
-    _release(fifo)
+    release(fifo)
     done = run_batch(jobs, "--output", output, "--resume", check=True)
     assert "repogym batch: 2 jobs, 1 done before (--resume)" in done.stderr
     by_id = lines_of(output)
@@ -213,22 +105,22 @@ def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path, fifo: Path) -> 
 
 
 def test_a_worker_killed_mid_job_is_retried_once(tmp_path: Path, fifo: Path) -> None:
-    jobs = _blocking_jobs(tmp_path, fifo)
+    jobs = blocking_jobs(tmp_path, fifo)
     output = tmp_path / "out.jsonl"
     command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output), "-j", "2"]
     batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
-        [test] = _readers(fifo)
+        [test] = readers(fifo)
         worker = test  # up to the worker: the batch starts a forkserver, which forks it
-        while _status(_status(worker, "PPid:"), "PPid:") != batch.pid:
-            worker = _status(worker, "PPid:")
+        while status(status(worker, "PPid:"), "PPid:") != batch.pid:
+            worker = status(worker, "PPid:")
         os.kill(worker, signal.SIGKILL)
         reader = os.pidfd_open(test)
         os.close(held)  # the first try's test reads the end, and exits
         select.select([reader], [], [], BACKSTOP)
         os.close(reader)
-        _release(fifo)  # then the second try's test may run
+        release(fifo)  # then the second try's test may run
         out, err = batch.communicate(timeout=BACKSTOP)
     finally:
         if batch.poll() is None:
@@ -244,7 +136,7 @@ def test_a_worker_killed_mid_job_is_retried_once(tmp_path: Path, fifo: Path) -> 
 def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
     tmp_path: Path, fifo: Path, workers: str
 ) -> None:
-    jobs = _blocking_jobs(tmp_path, fifo)
+    jobs = blocking_jobs(tmp_path, fifo)
     lines = jobs.read_text().splitlines()
     jobs.write_text("\n".join(reversed(lines)) + "\n")  # the quick job first
     output = tmp_path / "out.jsonl"
@@ -257,7 +149,7 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
         batch.send_signal(signal.SIGINT)
         _, err = batch.communicate(timeout=BACKSTOP)
         # Its other end still open here: the slow job's test did not outlive the batch.
-        assert [pid for pid in _readers(fifo) if pid != os.getpid()] == []
+        assert [pid for pid in readers(fifo) if pid != os.getpid()] == []
         os.close(held)
     finally:
         if batch.poll() is None:
@@ -285,11 +177,11 @@ def test_a_perf_job_runs_alone(tmp_path: Path) -> None:
     """A job that times a benchmark never runs beside another: its time is its own."""
     perf = tmp_path / "perf"
     perf.mkdir()
-    _git(perf, "init", "--quiet", "--initial-branch=main")
+    git(perf, "init", "--quiet", "--initial-branch=main")
     (perf / ".repogym.yml").write_text(PERF_TASK)
     (perf / "work.py").write_text("pass\n")
-    _git(perf, "add", "--all")
-    _git(perf, "commit", "--quiet", "-m", "base")
+    git(perf, "add", "--all")
+    git(perf, "commit", "--quiet", "-m", "base")
     build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
     jobs = [
         {"repo": "bugfix", "base": "main", "ref": "submission", "id": f"b{n}"} for n in range(3)

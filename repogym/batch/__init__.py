@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repogym.batch.cluster import Ray
 from repogym.batch.jobs import Job, grade_job, job_of, read_jobs
 from repogym.batch.local import run_local
 from repogym.errors import UsageError
 
-__all__ = ["Local", "Summary", "finished_ids", "grade_many", "grade_many_async", "run_batch"]
+__all__ = ["Local", "Ray", "Summary", "finished_ids", "grade_many", "grade_many_async", "run_batch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class Local:
             yield from run_local(jobs, count, Path(locks))
 
 
-Executor = Local
+Executor = Local | Ray
 
 
 def grade_many(

@@ -1,6 +1,6 @@
-"""``repogym batch JOBS.jsonl --output REPORTS.jsonl [--jobs N] [--resume]``: its options,
-its progress (a live bar on a terminal, a plain line at most every ``LOG_EVERY`` seconds
-in a log) and the summary table it ends with.
+"""``repogym batch JOBS.jsonl --output REPORTS.jsonl [--jobs N | --ray ADDRESS] [--resume]``:
+its options, its progress (a live bar on a terminal, a plain line at most every
+``LOG_EVERY`` seconds in a log) and the summary table it ends with.
 
 Exit codes: 0 every job has its line and none is an error report; 1 some job's line is
 one (a bad line, a patch that does not apply, a crash); 2 a usage error (no job file, an
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from repogym.batch import Summary, run_batch
+from repogym.batch import Local, Ray, Summary, run_batch
 from repogym.errors import ExitCode, UsageError
 
 LOG_EVERY = 10.0  # seconds between progress lines in a log
@@ -34,6 +34,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help="grade N jobs at once in worker processes (default: the cores)",
     )  # fmt: skip
     parser.add_argument(
+        "--ray", metavar="ADDRESS",
+        help="run each job as a task of the Ray cluster at ADDRESS (`auto`: this machine's)",
+    )  # fmt: skip
+    parser.add_argument(
         "--resume", action="store_true",
         help="take up the batch that wrote --output: the jobs it finished are skipped",
     )  # fmt: skip
@@ -42,9 +46,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"repogym batch: --jobs must be at least 1, not {args.workers}")
+    if args.ray is not None and args.workers is not None:
+        raise UsageError("repogym batch: --jobs and --ray do not go together: choose one")
     progress = _Progress(sys.stderr)
+    executor = Ray(args.ray) if args.ray is not None else Local(args.workers)
     summary = run_batch(
-        args.jobs, args.output, workers=args.workers, resume=args.resume, told=progress.tell
+        args.jobs, args.output, executor=executor, resume=args.resume, told=progress.tell
     )
     progress.end(summary)
     print(summary_table(summary), end="")

@@ -1,0 +1,120 @@
+"""The Ray executor of a batch (issue 23): each job a Ray task on a cluster, the engine
+the field already runs its rollouts on, rather than one of repogym's own.
+
+- **Where.** ``address`` as ``ray.init`` takes it: ``auto`` (the cluster this machine is
+  part of), ``HOST:PORT`` or ``ray://HOST:PORT``; None uses the Ray this process already
+  started, or starts a local one bound to 127.0.0.1. A job's paths (``repo``, ``patch``,
+  ``tree``, ``task``, ``hidden``) must mean the same on every node: git URLs, or a file
+  system every node mounts at the same place.
+- **A task per job**, one CPU each. Ray keeps its worker processes between tasks, so a
+  node's worker that graded a base before reuses what it made of it (the pristine tree,
+  the base's runs of the tests: :mod:`repogym.tree.baselines`).
+- **Perf jobs run alone on their node**: a perf job asks for as many CPUs as the largest
+  node has, so it runs only on a node with nothing else running, and nothing starts
+  there until it is done.
+- **A lost worker or node** (``WorkerCrashedError``, ``NodeDiedError``, an object lost
+  with its node) costs the job its run: it is given once more and its line says
+  ``"retried": true``; lost twice, its line is an error report. Ray's own retries are
+  off, so that a retry is always said.
+- **Stopping**: closing the iterator (Ctrl-C) cancels the tasks not finished, their
+  workers' commands killed as a cancelled grade's are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from repogym.batch.jobs import Job, grade_job
+from repogym.errors import UsageError
+from repogym.report import error_report
+from repogym.sandbox.process import signals_interrupt
+
+
+def _ray() -> Any:
+    try:
+        import ray  # an optional extra, loaded only for this executor
+    except ImportError:
+        raise UsageError(
+            "--ray needs Ray: pip install 'repogym[ray]' (on the machine that starts the "
+            "batch and on every node of the cluster)"
+        ) from None
+    return ray
+
+
+def _on_node(job: Job) -> dict[str, Any]:
+    """A job in a Ray worker: SIGTERM (a cancel) stops its grade as it stops one run
+    from the command line."""
+    with signals_interrupt():
+        return grade_job(job)
+
+
+@dataclass(frozen=True, slots=True)
+class Ray:
+    """Grade on a Ray cluster: see the module."""
+
+    address: str | None = None
+
+    def run(self, jobs: list[Job]) -> Generator[dict[str, Any], None, None]:
+        ray = _ray()
+        if not ray.is_initialized():
+            local = {"num_cpus": None, "_node_ip_address": "127.0.0.1"}
+            options = {"address": self.address} if self.address else local
+            ray.init(**options, include_dashboard=False, log_to_driver=False)
+        largest = max(
+            (int(n["Resources"].get("CPU", 1)) for n in ray.nodes() if n.get("Alive")),
+            default=1,
+        )
+        remote = ray.remote(_on_node)
+        task = remote.options(max_retries=0, num_cpus=1)
+        perf = remote.options(max_retries=0, num_cpus=largest)
+        tries: dict[str, int] = {}
+        running: dict[Any, Job] = {}
+
+        def submit(job: Job) -> None:
+            tries[job.id] = tries.get(job.id, 0) + 1
+            running[(perf if job.perf else task).remote(job)] = job
+
+        for job in jobs:
+            submit(job)
+        try:
+            while running:
+                [ready], _ = ray.wait(list(running), num_returns=1)
+                job = running.pop(ready)
+                line = _result(ray, ready, job, tries)
+                if line is None:
+                    submit(job)
+                    continue
+                yield line
+        finally:
+            for ref in running:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=False)
+
+
+def _result(ray: Any, ref: Any, job: Job, tries: dict[str, int]) -> dict[str, Any] | None:
+    """The line of a finished task; None when its worker was lost and it is to be
+    tried again."""
+    lost = (
+        ray.exceptions.WorkerCrashedError,
+        ray.exceptions.NodeDiedError,
+        ray.exceptions.ObjectLostError,
+        ray.exceptions.LocalRayletDiedError,
+    )
+    try:
+        line: dict[str, Any] = ray.get(ref)
+    except lost as error:
+        if tries[job.id] < 2:
+            return None
+        report = error_report(
+            "internal", f"the Ray worker grading this job was lost twice: {error}"
+        )
+        return {"id": job.id, **report, "retried": True}
+    except ray.exceptions.RayError as error:
+        report = error_report("internal", f"the Ray task failed: {type(error).__name__}")
+        return {"id": job.id, **report}
+    if tries[job.id] > 1:
+        line["retried"] = True
+    return line

@@ -1,0 +1,144 @@
+"""What the batch tests share (issue 23): a job file over the bugfix example, the
+command run as a process and its output read, a job whose test waits on a FIFO, and the
+processes that hold one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from repogym._demo import build_example_repo
+from tests.repo import IDENTITY
+from tests.waiting import BACKSTOP
+
+# What differs between two grades of one job: when and how long, and where it ran.
+VARYING = ("timings", "duration", "output_tail", "command")
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env={**os.environ, **IDENTITY}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def make_jobs(root: Path) -> Path:
+    """A job file over the bugfix example: its solution as a ref, a patch and a tree, the
+    empty submission, and three jobs that cannot be graded."""
+    repo = build_example_repo("bugfix", root / "bugfix", solution=True)
+    (root / "fix.patch").write_text(git(repo, "diff", "main", "submission"))
+    tree = root / "tree"
+    git(repo, "worktree", "add", "--quiet", "--detach", str(tree), "submission")
+    lines = [
+        {"repo": "bugfix", "base": "main", "ref": "submission", "id": "ref"},
+        {"repo": "bugfix", "base": "main", "patch": "fix.patch", "id": "patch"},
+        {"repo": "bugfix", "base": "main", "tree": "tree", "id": "tree"},
+        {"repo": "bugfix", "base": "main", "ref": "main", "id": "empty"},
+        {"repo": "bugfix", "base": "main", "patch": "no-such.patch", "id": "missing patch"},
+        {"repo": "bugfix", "base": "main", "id": "no submission"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines) + "not json\n"
+    (root / "jobs.jsonl").write_text(text)
+    return root / "jobs.jsonl"
+
+
+def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "repogym", "batch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=BACKSTOP,
+    )
+    assert not check or done.returncode in (0, 1), done.stdout + done.stderr
+    return done
+
+
+def lines_of(output: Path) -> dict[str, dict[str, Any]]:
+    lines = [json.loads(text) for text in output.read_text().splitlines()]
+    by_id = {line["id"]: line for line in lines}
+    assert len(by_id) == len(lines), "an id twice"
+    return by_id
+
+
+def comparable(line: dict[str, Any]) -> Any:
+    """A line without what differs from one grade of a job to another."""
+    if isinstance(line, dict):
+        return {k: comparable(v) for k, v in line.items() if k not in VARYING}
+    if isinstance(line, list):
+        return [comparable(v) for v in line]
+    return line
+
+
+def blocking_jobs(root: Path, fifo: Path) -> Path:
+    """Two jobs: the first's test waits until the test opens ``fifo``'s other end, the
+    second (the empty submission of another repository) is quick."""
+    repo = build_example_repo("bugfix", root / "slow", solution=True)
+    git(repo, "checkout", "--quiet", "main")
+    wait = f"\n\ndef test_waits():\n    with open({str(fifo)!r}) as f:\n        f.read()\n"
+    test = repo / "tests/test_slugify.py"
+    test.write_text(test.read_text() + wait)
+    git(repo, "commit", "--quiet", "-am", "a test that waits")
+    git(repo, "checkout", "--quiet", "submission")
+    git(repo, "rebase", "--quiet", "main")
+    build_example_repo("bugfix", root / "plain", solution=False)
+    jobs = root / "jobs.jsonl"
+    jobs.write_text(
+        json.dumps({"repo": "slow", "base": "main", "ref": "submission", "id": "slow"})
+        + "\n"
+        + json.dumps({"repo": "plain", "base": "main", "ref": "submission", "id": "quick"})
+        + "\n"
+    )
+    return jobs
+
+
+def fifo_path() -> Iterator[Path]:
+    """A FIFO the sandbox user's tests can open: a job's test reads it, so that the test
+    knows by opening its other end that the job is running."""
+    holder = Path(tempfile.mkdtemp(prefix="repogym-batch-fifo-"))
+    holder.chmod(0o711)
+    path = holder / "running"
+    os.mkfifo(path, 0o666)
+    path.chmod(0o666)
+    yield path
+    shutil.rmtree(holder, ignore_errors=True)
+
+
+def release(fifo: Path) -> threading.Thread:
+    """Let the next test that reads ``fifo`` end: open the other end, then close it."""
+
+    def open_and_close() -> None:
+        os.close(os.open(fifo, os.O_WRONLY))
+
+    thread = threading.Thread(target=open_and_close, daemon=True)
+    thread.start()
+    return thread
+
+
+def readers(fifo: Path) -> list[int]:
+    """The processes that have ``fifo`` open."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            links = [str(fd.readlink()) for fd in (proc / "fd").iterdir()]
+        except OSError:
+            continue
+        if str(fifo) in links:
+            found.append(int(proc.name))
+    return found
+
+
+def status(pid: int, key: str) -> int:
+    """A number of ``/proc/PID/status`` (the first, for ``Uid:``: the real uid)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(key)))

@@ -1,0 +1,133 @@
+"""``repogym batch --ray`` and ``grade_many(executor=Ray())`` (issue 23) on real Ray: an
+in-process ``ray.init`` and a head started with ``ray start``, both bound to 127.0.0.1
+(nothing may leave this machine); the same reports as one local worker; a Ray worker
+killed mid-job, its job retried once and said so."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import repogym
+from repogym.batch import Local, Ray
+from tests.batching import (
+    blocking_jobs,
+    comparable,
+    fifo_path,
+    lines_of,
+    make_jobs,
+    readers,
+    release,
+    run_batch,
+    status,
+)
+from tests.waiting import BACKSTOP
+
+ray = pytest.importorskip("ray", reason="pip install -e '.[dev]' installs Ray")
+# Ray's own modules warn of their own deprecations on import; they are not ours.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+LOOPBACK = "127.0.0.1"
+
+
+@pytest.fixture
+def fifo() -> Iterator[Path]:
+    yield from fifo_path()
+
+
+def _jobs(file: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in file.read_text().splitlines() if line.startswith("{")]
+
+
+def test_grade_many_on_ray_in_process_gives_the_local_reports(tmp_path: Path) -> None:
+    file = make_jobs(tmp_path)
+    jobs = _jobs(file)
+    local = {
+        line["id"]: line for line in repogym.grade_many(jobs, executor=Local(1), root=tmp_path)
+    }
+    ray.init(num_cpus=2, _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = {
+            line["id"]: line for line in repogym.grade_many(jobs, executor=Ray(), root=tmp_path)
+        }
+    finally:
+        ray.shutdown()
+    assert set(on_ray) == {"ref", "patch", "tree", "empty", "missing patch", "no submission"}
+    assert {i: comparable(v) for i, v in on_ray.items()} == {
+        i: comparable(v) for i, v in local.items()
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def head(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A Ray head on this machine, started as a user starts one, bound to 127.0.0.1; the
+    environment that finds it (``--ray auto``)."""
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    env.pop("RAY_ADDRESS")
+    port = _free_port()
+    start = [
+        "ray", "start", "--head", "--node-ip-address", LOOPBACK, "--port", str(port),
+        "--num-cpus", "2", "--include-dashboard", "false", "--disable-usage-stats",
+    ]  # fmt: skip
+    done = subprocess.run(start, env=env, capture_output=True, text=True, timeout=BACKSTOP)
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        yield env
+    finally:
+        subprocess.run(["ray", "stop", "--force"], env=env, capture_output=True, timeout=BACKSTOP)
+
+
+def test_batch_on_a_ray_head_gives_the_local_reports(tmp_path: Path, head: dict[str, str]) -> None:
+    file = make_jobs(tmp_path)
+    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    run_batch(file, "--output", local, "--jobs", "1", check=True)
+    done = run_batch(file, "--output", remote, "--ray", "auto", check=True)
+    assert done.returncode == 1, done.stderr  # the three bad jobs
+    assert {i: comparable(v) for i, v in lines_of(remote).items()} == {
+        i: comparable(v) for i, v in lines_of(local).items()
+    }
+
+
+def test_a_ray_worker_killed_mid_job_is_retried_once(
+    tmp_path: Path, head: dict[str, str], fifo: Path
+) -> None:
+    jobs = blocking_jobs(tmp_path, fifo)
+    output = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output)]
+    batch = subprocess.Popen(
+        [*command, "--ray", "auto"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
+        [test] = [pid for pid in readers(fifo) if pid != os.getpid()]
+        worker = test  # up to the Ray worker that runs the job's grade
+        while not Path(f"/proc/{worker}/comm").read_text().startswith("ray::"):
+            worker = status(worker, "PPid:")
+        os.kill(worker, signal.SIGKILL)
+        reader = os.pidfd_open(test)
+        os.close(held)  # the first try's test reads the end, and exits
+        select.select([reader], [], [], BACKSTOP)
+        os.close(reader)
+        release(fifo)  # then the second try's test may run
+        out, err = batch.communicate(timeout=BACKSTOP)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    assert batch.returncode == 0, out + err
+    by_id = lines_of(output)
+    assert by_id["slow"]["passed"] is True and by_id["slow"]["retried"] is True
+    assert by_id["quick"]["passed"] is False
