@@ -1,15 +1,16 @@
 """Benchmark: what a grade without lists costs (issue 22), against the listed grade.
 
 ``pass_to_pass: baseline`` (and ``fail_to_pass: added``) run the tests at the base as well:
-twice, in a copy with its own ``setup``, beside the graded run where there are the cores,
-and once per process. Three figures per task, each the fastest of interleaved rounds:
+twice, in a copy with its own ``setup``, before the graded run, and once per process.
+Each task is graded in three forms, each the fastest of interleaved rounds:
 
 - **listed**: the task as written, with its lists of ids;
-- **first**: the same task with ``fail_to_pass: added`` and ``pass_to_pass: baseline``,
-  in a process that has not run this base yet (each round grades a fresh clone, so
-  nothing is reused);
-- **again**: a second grade of that clone, another submission: the base's runs are
-  reused, and must cost nothing (target: at most 1.15 times the listed grade).
+- **baseline**: ``pass_to_pass: baseline`` (its targets still listed), and **no lists**:
+  ``fail_to_pass: added`` too; each first in a process that has not run this base yet
+  (every round grades a fresh clone, so nothing is reused);
+- **..., again**: a second grade of that clone, another change to the code: the base's
+  runs are reused, and must cost nothing (target: ``baseline, again`` at most 1.15 times
+  the listed grade).
 
 The tasks: ``examples/bugfix`` (a few pytest tests, no setup), and this repository's own
 task (``.repogym.yml``: ``setup`` installs the package into a fresh venv, then its quick
@@ -23,16 +24,17 @@ repository's own:
 
 | task | listed | baseline, first | baseline, again | no lists, first | no lists, again |
 | --- | --: | --: | --: | --: | --: |
-| examples/bugfix | 0.47 s | 1.17 s (2.48x) | 0.44 s (0.94x) | 1.74 s (3.69x) | 0.94 s (2.01x) |
-| this repo | 13.20 s | 13.03 s (0.99x) | 11.54 s (0.87x) | 13.28 s (1.01x) | 12.94 s (0.98x) |
+| examples/bugfix | 0.36 s | 1.05 s (2.92x) | 0.36 s (1.00x) | 1.74 s (4.82x) | 1.06 s (2.94x) |
+| this repo | 9.85 s | 19.83 s (2.01x) | 10.01 s (1.02x) | 21.20 s (2.15x) | 11.17 s (1.13x) |
 
-On the small task the test command is most of a grade, and the base's two runs (one
-after the other in one copy) come beside the graded run: the first grade costs about two
-more runs; a second grade of the same base costs nothing more (0.94x). ``no lists`` adds
-the submission's own tests on its code and on the base's: two runs more on every grade
-that changes a test file. On this repository's task ``setup`` (a venv and an install) is
-most of a run, and the base's copy is set up beside the graded one on the other core: the
-first grade costs what the listed one does.
+The runs of a grade go one after another, the base's first (the submission's code must
+not run beside the tests that grade it: docs/task.md). A first grade of a base costs its
+two runs more (one ``setup``, the command twice); a second grade of the same base costs
+nothing more (1.00x, 1.02x). ``no lists`` adds the submission's own tests, on its code and
+on the base's: two runs more on every grade that changes a test file (the small task's
+submission adds one; this repository's changes no test). An earlier version ran the base
+beside the graded run (0.99x the listed grade on this repository's first grade), until a
+review showed the submission's code could disturb the base's runs from there.
 """
 
 from __future__ import annotations
@@ -89,8 +91,8 @@ def without_lists(task: str, keys: tuple[str, ...] = ("fail_to_pass", "pass_to_p
 
 
 def small(where: Path, name: str, keys: tuple[str, ...]) -> Path:
-    """The bugfix example, its solution and an added test committed on ``submission``;
-    the tests are the submission's to change in both forms of the task."""
+    """The bugfix example and its solution committed on ``submission``, with a test of
+    the fix for ``added``; the tests are the submission's to change in every form."""
     repo = build_example_repo("bugfix", where / name, solution=True)
     git(repo, "checkout", "--quiet", "main")
     task = repo / ".repogym.yml"
@@ -100,9 +102,10 @@ def small(where: Path, name: str, keys: tuple[str, ...]) -> Path:
     git(repo, "commit", "--quiet", "-am", "the tests are the submission's to change")
     git(repo, "checkout", "--quiet", "submission")
     git(repo, "rebase", "--quiet", "main")
-    (repo / "tests/test_cedilla.py").write_text(ADDED_TEST)
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "a test of the fix")
+    if "fail_to_pass" in keys:  # `added` needs a test; the others grade the fix alone
+        (repo / "tests/test_cedilla.py").write_text(ADDED_TEST)
+        git(repo, "add", "--all")
+        git(repo, "commit", "--quiet", "-m", "a test of the fix")
     return repo
 
 

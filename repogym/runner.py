@@ -23,7 +23,6 @@ user (:mod:`repogym.sandbox.users`); the trees a command must write are named by
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import os
@@ -32,7 +31,7 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -280,27 +279,6 @@ def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
 POLL_SLICE = 1.0
 
 
-class Abandoned(Exception):
-    """A command given up while it ran: the grade that wanted it stopped (a cancel, an
-    error in another of its runs), and the command was killed with it."""
-
-
-_abandon = threading.local()
-
-
-@contextlib.contextmanager
-def abandoned_when(event: threading.Event) -> Iterator[None]:
-    """While the block runs, a command this thread waits for is killed as soon as
-    ``event`` is set (within :data:`POLL_SLICE`), and :class:`Abandoned` raised: the
-    runs a grade makes beside its main thread stop with it (issue 22)."""
-    previous = getattr(_abandon, "event", None)
-    _abandon.event = event
-    try:
-        yield
-    finally:
-        _abandon.event = previous
-
-
 def _readable(fd: int, timeout: float | None) -> bool:
     """Whether ``fd`` is readable (or at its end) within ``timeout`` seconds (None: ever).
 
@@ -309,13 +287,10 @@ def _readable(fd: int, timeout: float | None) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     deadline = None if timeout is None else time.monotonic() + timeout
-    stop: threading.Event | None = getattr(_abandon, "event", None)
     while True:
         left = POLL_SLICE if deadline is None else min(POLL_SLICE, deadline - time.monotonic())
         if poller.poll(max(0, math.ceil(left * 1000))):
             return True
-        if stop is not None and stop.is_set():
-            raise Abandoned("the grade stopped while the command ran")
         if deadline is not None and time.monotonic() >= deadline:
             return False
 

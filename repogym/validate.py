@@ -207,20 +207,36 @@ def _check_base(result: Validation, task: Task, graded: GradeResult) -> None:
     if task.tests is None:
         return
     details = next(c.details for c in graded.components if c.name == "tests")
-    if details.get("problem"):
-        result.problem(f"tests: at the base, {details['problem']}")
+    problem = details.get("problem") or details.get("error")
+    if problem:
+        result.problem(f"tests: at the base, {problem}")
         return
     found = len(result.findings)
     for test_id in task.tests.regression_ids:
-        outcome = details["pass_to_pass"].get(test_id)
+        outcome = details.get("pass_to_pass", {}).get(test_id)
         if outcome != "passed":
             result.problem(
                 f"tests.pass_to_pass: {escape_controls(test_id)} {_AT_BASE[outcome]}, where "
                 "it must pass; fix the id, or the test at the base"
             )
+    _check_targets(result, task.tests.target_ids, details)
+    counts = details.get("baseline", {}).get("counts", {})
+    if task.tests.baseline and not counts.get("regression_tests"):
+        result.problem(
+            "tests.pass_to_pass: baseline, but no test passes at the base "
+            f"({counted(details.get('reports_tests', 0), 'test')} in its report): there is "
+            "nothing to keep passing"
+        )
+    if len(result.findings) == found:
+        result.ok(f"tests: at the base {_base_summary(task, details)}")
+
+
+def _check_targets(result: Validation, ids: tuple[str, ...], details: Mapping[str, Any]) -> None:
+    """Every `fail_to_pass` id, but for hidden tests, is at the base (or its file failed
+    to load there) and does not pass."""
     hidden, unloaded = set(details.get("hidden", ())), set(details.get("files_not_loaded", ()))
-    for test_id in task.tests.target_ids:
-        outcome = details["fail_to_pass"].get(test_id)
+    for test_id in ids:
+        outcome = details.get("fail_to_pass", {}).get(test_id)
         shown = escape_controls(test_id)
         if test_id in hidden:
             continue
@@ -234,14 +250,6 @@ def _check_base(result: Validation, task: Task, graded: GradeResult) -> None:
                 f"tests.fail_to_pass: {shown} does not exist at the base (not in its "
                 "report, nor is its file one that failed to load); fix the id"
             )
-    if task.tests.baseline and not details["baseline"]["counts"]["regression_tests"]:
-        result.problem(
-            "tests.pass_to_pass: baseline, but no test passes at the base "
-            f"({counted(details.get('reports_tests', 0), 'test')} in its report): there is "
-            "nothing to keep passing"
-        )
-    if len(result.findings) == found:
-        result.ok(f"tests: at the base {_base_summary(task, details)}")
 
 
 _AT_BASE = {
@@ -262,7 +270,7 @@ def _base_summary(task: Task, details: Mapping[str, Any]) -> str:
     if task.tests.target_ids:
         parts.append(f"no fail_to_pass id passes ({len(task.tests.target_ids)})")
     if task.tests.baseline:
-        count = details["baseline"]["counts"]["regression_tests"]
+        count = details.get("baseline", {}).get("counts", {}).get("regression_tests", 0)
         parts.append(f"{counted(count, 'test')} to keep passing (baseline)")
     return ", ".join(parts)
 

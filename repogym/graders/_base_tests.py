@@ -2,10 +2,11 @@
 
 With ``pass_to_pass: baseline`` every test that passes at the base is a regression test,
 and with ``fail_to_pass: added`` a test the submission adds is one the base does not
-have: both need the base's run of the tests. It is the run an empty submission would
-get (the merge base's code, the base tip's tests: :data:`BASE`), made in the same kind
-of copy and environment as the submission's, so that the two differ by the submission
-alone.
+have: both need the base's run of the tests. It is a run of the base tip (its code and
+its tests: :data:`BASE`), the commit the task was read at, made in the same kind of copy
+and environment as the submission's. Not of the merge base: its author picks it by
+choosing where to branch from, and a test that fails on an old fork's code would not be
+a regression test, nor would a fix the base already has be the pull request's.
 
 **Two runs** with ``baseline``, one ``setup`` then the command twice, each with a report
 of its own: a test whose outcome differs between them, or that the runner reran, is
@@ -14,9 +15,14 @@ difference; each more costs a whole run of the suite on every new base, and a te
 fails one run in ten still slips through three. ``added`` alone needs the ids, not the
 outcomes: one run.
 
-**Once per process** for a given repository, merge base, base tip, task, hidden tests
-and environment (:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades
-of one base reuse it, as the benchmark's baseline is reused.
+**Once per process** for a given repository, base tip, task, hidden tests and
+environment (:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades of
+one base reuse it, as the benchmark's baseline is reused. Runs that came to no results
+(a timeout, a failed setup) are not kept: the next grade runs the base again.
+
+**Before the submission's runs, never beside them**: the submission's code must not be
+running while the base's tests run (it could hold the port a test binds, fill ``/tmp``),
+or they would find fewer regression tests, and keep that for every later grade.
 """
 
 from __future__ import annotations
@@ -80,18 +86,20 @@ def base_runs(
     key = _baselines.Key(
         kind="base-tests",
         repository=_baselines.repository(workspace.root),
-        commit=workspace.base,
+        commit=workspace.rubric,
         depends_on=(
-            workspace.rubric,
             workspace.task.digest,
             _hidden_digest(hidden),
             _environment(runner),
             str(times),
         ),
     )
-    return _baselines.shared(
+    runs = _baselines.shared(
         key, lambda: BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times))
     )
+    if runs.problem is not None:
+        _baselines.drop(key)  # perhaps the machine's passing trouble: try again next time
+    return runs
 
 
 def _hidden_digest(hidden: Hidden) -> str:

@@ -110,16 +110,17 @@ def build(
     at (the base's tip), not at the merge base, which the author picks by choosing where
     to branch from (issue 19). What the submission *added* is judged against the merge
     base: a file that was there when it branched is not its addition. The base's code is
-    the merge base's: a run of it differs from the submission's by the submission alone.
+    the base tip's too: the author picks the merge base, so what passes "at the base" is
+    what passes at the tip (issue 22), and an out-of-date pull request answers to it.
     """
     snapshot = workspace.snapshot()
     store = snapshot.store
     fork = tree_entries(store, workspace.base)
     base = fork if workspace.rubric == workspace.base else tree_entries(store, workspace.rubric)
     head = dict(snapshot.entries)
-    run = dict(head if sides.code == "head" else fork)
+    run = dict(head if sides.code == "head" else base)
     own = _own_tests(config, sides, base, fork, head)
-    for path in own:  # the head's test files on the base's code
+    for path in own:  # the head's test files on the base tip's code
         _put(run, path, head.get(path))
     guarded = _guarded(workspace, config, base, fork, run, sides) - own
     restored = []

@@ -1,5 +1,4 @@
-"""A run of a task's tests in a fresh copy of one side's tree, and several such runs at
-once (issue 22).
+"""A run of a task's tests in a fresh copy of one side's tree (issue 22).
 
 A run is the spec's steps 1 to 4 ("TestGrader"): the copy written from the snapshot with
 what must be the base's in it (:mod:`repogym.graders._runfiles`, for the :class:`Sides`
@@ -7,23 +6,15 @@ asked for), the hidden tests put in, ``setup`` then ``tests.command`` run with `
 pointing outside the copy, the report read; the copy is then removed. ``times`` runs the
 command again in the same copy after one ``setup``, each with a report of its own: how
 the base's runs tell a flaky test.
-
-:func:`concurrently` runs a grade's independent runs side by side, one per core, on the
-host (the head's in the grade's own thread); in a task's environment they run one after
-another: a container runner's trees and volumes are not shared between threads.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import tempfile
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
@@ -31,15 +22,13 @@ from repogym.graders import _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
-from repogym.runner import CommandResult, abandoned_when
+from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
-from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task import TestsConfig
 from repogym.tree.links import place
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace
 
-T = TypeVar("T")
 # The hidden tests of a grade: the directory they are read from, and their files in it.
 Hidden = tuple[Path | None, list[str]]
 NO_HIDDEN: Hidden = (None, [])
@@ -136,30 +125,3 @@ def _run_once(
     except JUnitError as error:
         return TestRun(files, run, {}, str(error))
     return TestRun(files, run, results, None)
-
-
-def concurrently(runner: AnyRunner, jobs: Sequence[Callable[[], T]]) -> list[T]:
-    """Each job's result, in order. The first runs in this thread; the others beside it,
-    one per core, when the commands run on the host. When one raises, the others'
-    commands are killed, and the first error is raised once all have stopped."""
-    ways = min(len(jobs), os.cpu_count() or 1)
-    if ways <= 1 or isinstance(runner, ContainerRunner):
-        return [job() for job in jobs]
-    stop = threading.Event()
-
-    def beside(job: Callable[[], T]) -> T:
-        leave_stop_signals_to_the_main_thread()
-        with abandoned_when(stop):
-            return job()
-
-    with ThreadPoolExecutor(ways - 1, thread_name_prefix="repogym-tests") as pool:
-        others: list[Future[T]] = [pool.submit(beside, job) for job in jobs[1:]]
-        try:
-            first = jobs[0]()
-            rest = [future.result() for future in others]
-        except BaseException:
-            stop.set()
-            for future in others:
-                future.cancel()
-            raise
-    return [first, *rest]

@@ -7,10 +7,11 @@ each came out, the tests the submission adds and whether they fail without it.
   counted as a broken ``pass_to_pass`` is. The head's run for them is the graded one:
   the submission's code with the base's test files.
 - **Added tests** (``fail_to_pass: added``): the ids of the run of the submission's own
-  test files (``tests.paths``) on its code that the base's run does not have. Each is run
-  on the base's code too, with the same test files: one that fails there (or errors, or
-  cannot even be collected) is a target, and must pass at the head; one that passes
-  there proves nothing, one skipped there neither, and neither counts.
+  test files (``tests.paths``) on its code that the base's run does not have, in the test
+  files it changed. Each is run on the base tip's code too, with the same test files: one
+  that fails there, or errors, or whose file fails to load there (its import of what the
+  change adds) is a target, and must pass at the head; one that passes there proves
+  nothing, one skipped or not collected there neither, and none of these counts.
 - **New tests**: the ids of the head's tests that the base does not have, counted,
   passing or not: information.
 """
@@ -36,7 +37,7 @@ REGRESSION_KINDS = {
     Outcome.MISSING: "removed",
     Outcome.SKIPPED: "newly_skipped",
 }
-_PROVEN = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.MISSING})  # at the base
+_PROVEN = frozenset({Outcome.FAILED, Outcome.ERROR})  # at the base
 MAX_NAMED = 20
 
 
@@ -68,8 +69,8 @@ class AgainstBase:
         own tests (None: it changed none); ``without``: its tests on the base's code."""
         at_head = heads if heads is not None else graded
         new = _new_ids(config, base, at_head)
-        added = new if config.added and heads is not None else []
-        on_base = {i: without.outcome(i) if without else Outcome.MISSING for i in added}
+        added = _added(config, new, heads, test_files)
+        on_base = {i: _on_base(without, i) for i in added}
         targets = {i: at_head.outcome(i) for i in added if on_base[i] in _PROVEN}
         return cls(
             base=base,
@@ -78,7 +79,7 @@ class AgainstBase:
             added=config.added,
             targets=targets,
             passes_at_base=_at_base(on_base, Outcome.PASSED),
-            skipped_at_base=_at_base(on_base, Outcome.SKIPPED),
+            skipped_at_base=_at_base(on_base, Outcome.SKIPPED, Outcome.MISSING),
             head_results={i: at_head.results[i] for i in targets if i in at_head.results},
             test_files=test_files,
         )
@@ -151,7 +152,7 @@ class AgainstBase:
             lines.append(self._no_target())
         for ids, why in (
             (self.passes_at_base, "pass without the change"),
-            (self.skipped_at_base, "are skipped without the change"),
+            (self.skipped_at_base, "are skipped or not collected without the change"),
         ):
             if ids:
                 lines.append(
@@ -183,6 +184,35 @@ def _new_ids(config: TestsConfig, base: BaseRuns, at_head: TestRun) -> list[str]
     return sorted(i for i in fresh if (f := file_of(i)) is None or paths.match_file(f))
 
 
+def _added(
+    config: TestsConfig, new: list[str], heads: TestRun | None, test_files: tuple[str, ...]
+) -> list[str]:
+    """The tests the submission adds: new ids of its own tests, in the test files it
+    changed (an id that names no file, in any). A new case of an old test whose cases
+    come from the code is no test it wrote."""
+    if not config.added or heads is None:
+        return []
+    files = set(test_files)
+    return [i for i in new if (f := file_of(i)) is None or f in files]
+
+
+def _on_base(without: TestRun | None, test_id: str) -> Outcome:
+    """How an added test came out on the base's code. With no record of it there, it
+    counts as erroring only when its file's record says the file failed to load (its
+    import of what the change adds): a test the base's code merely does not collect
+    proves nothing."""
+    if without is None:
+        return Outcome.SKIPPED
+    outcome = without.outcome(test_id)
+    if outcome is not Outcome.MISSING:
+        return outcome
+    path = file_of(test_id)
+    loaded = without.results.get(path) if path is not None else None
+    if loaded is not None and loaded.outcome in (Outcome.FAILED, Outcome.ERROR):
+        return Outcome.ERROR
+    return Outcome.MISSING
+
+
 def _regressions(
     config: TestsConfig, base: BaseRuns, graded: TestRun, *, excluded: set[str]
 ) -> dict[str, Outcome]:
@@ -194,8 +224,8 @@ def _regressions(
     return {i: graded.outcome(i) for i in sorted(kept)}
 
 
-def _at_base(on_base: Mapping[str, Outcome], outcome: Outcome) -> tuple[str, ...]:
-    return tuple(i for i, o in on_base.items() if o is outcome)
+def _at_base(on_base: Mapping[str, Outcome], *outcomes: Outcome) -> tuple[str, ...]:
+    return tuple(i for i, o in on_base.items() if o in outcomes)
 
 
 def _listed(ids: list[str], named: bool) -> str:

@@ -20,7 +20,7 @@ The user's work tree is never written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from repogym.container.runner import AnyRunner
 from repogym.graders import _test_findings, _test_hints
 from repogym.graders._base_tests import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
 from repogym.graders._test_outcome import FAILURES, TestsOutcome
-from repogym.graders._test_run import Hidden, TestRun, concurrently, run_tests
+from repogym.graders._test_run import Hidden, TestRun, run_tests
 from repogym.graders._versus_base import AgainstBase
 from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome
@@ -98,22 +98,20 @@ def _runs(
     workspace: Workspace, config: TestsConfig, runner: AnyRunner, hidden: Hidden
 ) -> tuple[TestRun, AgainstBase | None, str | None]:
     """The graded run (the submission's code, the base's tests); with ``added`` or
-    ``baseline`` the base's runs and the submission's own tests besides, at once where
-    there are the cores (issue 22); and why there is nothing to score, if so."""
+    ``baseline`` the base's runs first (issue 22), then the submission's own tests; and
+    why there is nothing to score, if so. One after another: the submission's code must
+    not run beside the runs that grade it, nor beside the base's."""
     if not config.runs_the_base:
         graded = run_tests(workspace, config, runner, hidden)[0]
         return graded, None, graded.problem
     changed = tuple(matching(compile_globs(config.paths), list(workspace.changed_files())))
-    jobs: list[Callable[[], Any]] = [
-        lambda: run_tests(workspace, config, runner, hidden)[0],
-        lambda: base_runs(workspace, config, runner, hidden),
-    ]
+    base = base_runs(workspace, config, runner, hidden)
+    graded = run_tests(workspace, config, runner, hidden)[0]
+    heads = without = None
     if changed:
-        jobs.append(lambda: run_tests(workspace, config, runner, hidden, HEADS_TESTS)[0])
+        heads = run_tests(workspace, config, runner, hidden, HEADS_TESTS)[0]
         if config.added:
-            jobs.append(lambda: run_tests(workspace, config, runner, hidden, ON_BASE_CODE)[0])
-    graded, base, *own = concurrently(runner, jobs)
-    heads, without = [*own, None, None][:2]
+            without = run_tests(workspace, config, runner, hidden, ON_BASE_CODE)[0]
     problem = graded.problem or _base_problem(base, heads, without)
     if problem is not None:
         return graded, None, problem
@@ -121,7 +119,7 @@ def _runs(
 
 
 def _base_problem(base: BaseRuns, heads: TestRun | None, without: TestRun | None) -> str | None:
-    """Why the runs beside the graded one leave nothing to compare, if they do."""
+    """Why the runs besides the graded one leave nothing to compare, if they do."""
     if base.problem is not None:
         return (
             f"the base's own run of the tests has no results ({base.problem}): the tests "
@@ -175,11 +173,14 @@ def _score(outcome: TestsOutcome) -> float:
 def _details(outcome: TestsOutcome) -> dict[str, Any]:
     results, run = outcome.results, outcome.run
     task_ids = (*outcome.fail_to_pass, *outcome.pass_to_pass)
+    unnamed = outcome.hidden_ids - outcome.listed_hidden  # found by the base's runs
     details: dict[str, Any] = {
         "fail_to_pass": {i: o.value for i, o in outcome.fail_to_pass.items()},
         "pass_to_pass": {i: o.value for i, o in outcome.pass_to_pass.items()},
         "hidden": sorted(outcome.listed_hidden),
-        "flaky": sorted(i for i in task_ids if i in results and results[i].flaky),
+        "flaky": sorted(
+            i for i in task_ids if i in results and results[i].flaky and i not in unnamed
+        ),
         "restored": outcome.files.restored,
         "tests_from": outcome.tests_from,
         "changed_on_base": outcome.files.changed_on_base,

@@ -56,6 +56,13 @@ def shared(key: Key, make: Callable[[], T]) -> T:
     return value
 
 
+def drop(key: Key) -> None:
+    """Keep nothing for ``key`` (a value that is not to be reused); a tree is removed."""
+    value = _SHARED.pop(key, None)
+    if isinstance(value, Path):
+        shutil.rmtree(value.parent, ignore_errors=True)
+
+
 def forget(scope: str) -> None:
     """Remove every tree of ``scope`` (its directory's holder too): no later grade can
     use it once the runner that holds it is closed."""

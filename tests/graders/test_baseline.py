@@ -6,21 +6,16 @@ the base, and the base's runs made once per process."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
 
 import repogym
 from repogym.graders import TestGrader, _base_tests
-from repogym.graders._test_run import concurrently
 from repogym.models import Role
 from repogym.render import render
 from repogym.report import report_dict
-from repogym.runner import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import PYTEST, grade
@@ -348,29 +343,79 @@ def test_hidden_tests_found_by_the_base_are_never_named(repo: Repo) -> None:
     assert "2 hidden tests ran with the others; their names are not shown." in rendered
 
 
-def test_when_one_run_stops_the_runs_beside_it_are_killed(tmp_path: Path) -> None:
-    """The base's runs go beside the graded one (graders._test_run.concurrently): when
-    the grade stops (a cancel, an error), their commands must not run on."""
-    holder = tmp_path / "runs"
-    holder.mkdir()
-    fifo = holder / "started"
-    os.mkfifo(fifo, 0o666)
-    runner = Runner()
+def test_a_new_case_of_an_old_test_from_the_code_is_no_added_test(repo: Repo) -> None:
+    """An old test's cases come from the code: a case the change adds is not collected on
+    the base's code, which proves nothing of a fix (found in review)."""
+    project(repo, task())
+    repo.write(
+        {
+            "src/calc.py": CALC.replace("CASES = [1, 2, 3]", "CASES = [1, 2, 3, 4]"),
+            "tests/notes.txt": "a test file changed, so that the change's own tests run\n",
+        }
+    )
+    component = grade(repo)
+    assert (component.score, component.passed) == (0.0, False)
+    assert component.details["fail_to_pass"] == {}
 
-    def beside() -> object:
-        command = f"echo $$ > {fifo}; exec sleep 3017"
-        return runner.run(command, holder, timeout=600, writable=[holder])
 
-    def graded() -> object:
-        with fifo.open() as started:  # opens once the command writes: an event
-            pids.append(int(started.read()))
-        raise RuntimeError("the graded run failed")
+def test_a_target_whose_file_cannot_load_without_the_change_counts(repo: Repo) -> None:
+    project(repo, task())
+    feature = "from calc import add, twice\n\n\ndef test_twice():\n    assert twice(2) == 4\n"
+    repo.write({"src/calc.py": FIXED + "\n\ndef twice(a):\n    return 2 * a\n"})
+    repo.write({"tests/test_twice.py": feature})
+    component = grade(repo)
+    assert component.details["fail_to_pass"] == {"tests/test_twice.py::test_twice": "passed"}
+    assert component.passed
 
-    pids: list[int] = []
-    started = time.monotonic()
-    with pytest.raises(RuntimeError, match="the graded run failed"):
-        concurrently(runner, [graded, beside])
-    assert time.monotonic() - started < 60  # within a poll slice, not the 600 s timeout
-    assert not Path(f"/proc/{pids[0]}").exists() or "sleep" not in Path(
-        f"/proc/{pids[0]}/cmdline"
-    ).read_bytes().decode(errors="replace")
+
+def _old_fork(repo: Repo) -> None:
+    """``main`` fixes ``mul`` after the pull request branched: the base tip's code is the
+    one its regressions and added tests are told against, not the fork point's."""
+    project(repo, task(), {})
+    repo.git("checkout", "--quiet", "main")
+    repo.commit("mul broken", {"src/calc.py": CALC.replace("a * b", "a * b + 1")})
+    repo.git("branch", "-f", "pr")
+    repo.commit("mul fixed", {"src/calc.py": CALC})
+    repo.git("checkout", "--quiet", "pr")
+
+
+def test_an_old_fork_cannot_hide_a_regression_the_tip_would_catch(repo: Repo) -> None:
+    _old_fork(repo)
+    # At the fork point test_mul fails; at the tip it passes, and the change keeps the
+    # fork point's broken mul.
+    repo.write({"src/calc.py": FIXED.replace("a * b", "a * b + 1"), "tests/test_add.py": NEW_TEST})
+    component = grade(repo)
+    assert not component.passed
+    assert "tests/test_calc.py::test_mul" in component.details["baseline"]["broken"]
+
+
+def test_an_old_fork_cannot_claim_a_fix_the_tip_has(repo: Repo) -> None:
+    _old_fork(repo)
+    # The tip fixed mul: a test of mul passes without the change, and proves nothing.
+    mul = "from calc import mul\n\n\ndef test_mul_again():\n    assert mul(2, 3) == 6\n"
+    repo.write({"src/calc.py": CALC, "tests/test_mul.py": mul})
+    component = grade(repo)
+    assert (component.score, component.passed) == (0.0, False)
+    assert component.details["baseline"]["passes_at_base"] == ["tests/test_mul.py::test_mul_again"]
+
+
+def test_the_changes_code_never_runs_beside_the_base_s_tests(repo: Repo) -> None:
+    """The base's runs come first: the change's code cannot hold the port an old test
+    binds while the base runs, and so cannot make the test drop out of the regression
+    tests (found in review)."""
+    server = (
+        "import socket\n\n\ndef test_server():\n    s = socket.socket()\n"
+        "    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        "    s.bind(('127.0.0.1', 47123))\n    s.close()\n"
+    )
+    project(repo, task(f2p="[]"), {"tests/test_server.py": server})
+    holder = (
+        "import socket, subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import socket, time; s = socket.socket(); "
+        's.bind(("127.0.0.1", 47123)); s.listen(); time.sleep(60)\'], start_new_session=True)\n'
+    )
+    repo.write({"src/calc.py": holder + CALC.replace("a * b", "a ** b")})
+    component = grade(repo)
+    assert not component.passed
+    assert component.details["baseline"]["counts"]["regression_tests"] == 7
+    assert "tests/test_calc.py::test_mul" in component.details["baseline"]["broken"]
