@@ -419,3 +419,28 @@ def test_the_changes_code_never_runs_beside_the_base_s_tests(repo: Repo) -> None
     assert not component.passed
     assert component.details["baseline"]["counts"]["regression_tests"] == 7
     assert "tests/test_calc.py::test_mul" in component.details["baseline"]["broken"]
+
+
+def test_a_hidden_test_made_to_look_rerun_is_not_named(repo: Repo) -> None:
+    """The change's code rewrites the report at exit so that every test looks rerun (a
+    failed attempt, then the pass, as pytest-rerunfailures writes it): the hidden test's
+    id must not reach the report's list of flaky tests (found in review)."""
+    secret = "import calc\n\n\ndef test_secret_sub_name():\n    assert calc.sub(9, 4) == 5\n"
+    project(
+        repo, task(extra="  hidden: .repogym/hidden\n"), {".repogym/hidden/tests/test_s.py": secret}
+    )
+    rewrite = (
+        "import atexit, re, sys\n\n\ndef _rerun():\n"
+        "    paths = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--junitxml=')]\n"
+        "    for path in paths:\n"
+        "        text = open(path).read()\n"
+        "        fail = (r'<testcase \\1><failure message=\"x\">x</failure></testcase>'\n"
+        "                r'<testcase \\1/>')\n"
+        "        open(path, 'w').write(re.sub(r'<testcase ([^>]*?)\\s*/>', fail, text))\n\n\n"
+        "atexit.register(_rerun)\n"
+    )
+    repo.write({"src/calc.py": rewrite + FIXED, "tests/test_add.py": NEW_TEST})
+    report = report_dict(repogym.grade(repo.root, base="main"))
+    [tests] = [c for c in report["components"] if c["name"] == "tests"]
+    assert tests["details"]["flaky"], "the rewrite made no test look rerun"
+    assert "secret" not in json.dumps(report)
