@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +144,34 @@ def status(pid: int, key: str) -> int:
     """A number of ``/proc/PID/status`` (the first, for ``Uid:``: the real uid)."""
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith(key)))
+
+
+def kill_the_worker_of_the_slow_job(
+    options: list[str],
+    jobs: Path,
+    output: Path,
+    fifo: Path,
+    is_worker: Callable[[int, int], bool],
+) -> tuple[int, str]:
+    """Run the batch of :func:`blocking_jobs` with ``options``; once the slow job's test
+    runs, SIGKILL the process up from it that grades it (``is_worker(pid, batch's pid)``),
+    let the first try's test end, then the second's; the batch's exit code and output."""
+    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output), *options]
+    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
+        [test] = [pid for pid in readers(fifo) if pid != os.getpid()]
+        worker = test
+        while not is_worker(worker, batch.pid):
+            worker = status(worker, "PPid:")
+        os.kill(worker, signal.SIGKILL)
+        reader = os.pidfd_open(test)
+        os.close(held)  # the first try's test reads the end, and exits
+        select.select([reader], [], [], BACKSTOP)
+        os.close(reader)
+        release(fifo)  # then the second try's test may run
+        out, err = batch.communicate(timeout=BACKSTOP)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    return batch.returncode, out + err

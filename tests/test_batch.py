@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from tests.batching import (
     comparable,
     fifo_path,
     git,
+    kill_the_worker_of_the_slow_job,
     lines_of,
     make_jobs,
     readers,
@@ -107,25 +107,14 @@ def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path, fifo: Path) -> 
 def test_a_worker_killed_mid_job_is_retried_once(tmp_path: Path, fifo: Path) -> None:
     jobs = blocking_jobs(tmp_path, fifo)
     output = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output), "-j", "2"]
-    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
-        [test] = readers(fifo)
-        worker = test  # up to the worker: the batch starts a forkserver, which forks it
-        while status(status(worker, "PPid:"), "PPid:") != batch.pid:
-            worker = status(worker, "PPid:")
-        os.kill(worker, signal.SIGKILL)
-        reader = os.pidfd_open(test)
-        os.close(held)  # the first try's test reads the end, and exits
-        select.select([reader], [], [], BACKSTOP)
-        os.close(reader)
-        release(fifo)  # then the second try's test may run
-        out, err = batch.communicate(timeout=BACKSTOP)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
-    assert batch.returncode == 0, out + err
+
+    def forked_by_its_forkserver(pid: int, batch: int) -> bool:
+        return status(status(pid, "PPid:"), "PPid:") == batch
+
+    code, said = kill_the_worker_of_the_slow_job(
+        ["-j", "2"], jobs, output, fifo, forked_by_its_forkserver
+    )
+    assert code == 0, said
     by_id = lines_of(output)
     assert by_id["slow"]["passed"] is True and by_id["slow"]["retried"] is True
     # Running beside it when the worker died, or done before: its verdict is its own.

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,12 +20,10 @@ from tests.batching import (
     blocking_jobs,
     comparable,
     fifo_path,
+    kill_the_worker_of_the_slow_job,
     lines_of,
     make_jobs,
-    readers,
-    release,
     run_batch,
-    status,
 )
 from tests.waiting import BACKSTOP
 
@@ -107,27 +102,14 @@ def test_a_ray_worker_killed_mid_job_is_retried_once(
 ) -> None:
     jobs = blocking_jobs(tmp_path, fifo)
     output = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output)]
-    batch = subprocess.Popen(
-        [*command, "--ray", "auto"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+
+    def a_ray_worker(pid: int, batch: int) -> bool:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("ray::")
+
+    code, said = kill_the_worker_of_the_slow_job(
+        ["--ray", "auto"], jobs, output, fifo, a_ray_worker
     )
-    try:
-        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
-        [test] = [pid for pid in readers(fifo) if pid != os.getpid()]
-        worker = test  # up to the Ray worker that runs the job's grade
-        while not Path(f"/proc/{worker}/comm").read_text().startswith("ray::"):
-            worker = status(worker, "PPid:")
-        os.kill(worker, signal.SIGKILL)
-        reader = os.pidfd_open(test)
-        os.close(held)  # the first try's test reads the end, and exits
-        select.select([reader], [], [], BACKSTOP)
-        os.close(reader)
-        release(fifo)  # then the second try's test may run
-        out, err = batch.communicate(timeout=BACKSTOP)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
-    assert batch.returncode == 0, out + err
+    assert code == 0, said
     by_id = lines_of(output)
     assert by_id["slow"]["passed"] is True and by_id["slow"]["retried"] is True
     assert by_id["quick"]["passed"] is False

@@ -140,7 +140,6 @@ def run_batch(
     jobs_file: Path,
     output: Path,
     *,
-    workers: int | None = None,
     executor: Executor | None = None,
     resume: bool = False,
     told: Callable[[Summary, Mapping[str, Any] | None], None] | None = None,
@@ -173,7 +172,7 @@ def run_batch(
             if told is not None:
                 told(summary, line)
 
-        lines = (executor or Local(workers)).run(todo)
+        lines = (executor or Local()).run(todo)
         try:
             for line in lines:
                 write(line)

@@ -3,7 +3,8 @@ the field already runs its rollouts on, rather than one of repogym's own.
 
 - **Where.** ``address`` as ``ray.init`` takes it: ``auto`` (the cluster this machine is
   part of), ``HOST:PORT`` or ``ray://HOST:PORT``; None uses the Ray this process already
-  started, or starts a local one bound to 127.0.0.1. A job's paths (``repo``, ``patch``,
+  started, or starts a local one. A local Ray, or a cluster whose head is on the loopback
+  address, is joined on 127.0.0.1 (:func:`_driver_ip`). A job's paths (``repo``, ``patch``,
   ``tree``, ``task``, ``hidden``) must mean the same on every node: git URLs, or a file
   system every node mounts at the same place.
 - **A task per job**, one CPU each. Ray keeps its worker processes between tasks, so a
@@ -23,14 +24,18 @@ the field already runs its rollouts on, rather than one of repogym's own.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Generator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from repogym.batch.jobs import Job, grade_job
 from repogym.errors import UsageError
 from repogym.report import error_report
 from repogym.sandbox.process import signals_interrupt
+
+LOOPBACK = "127.0.0.1"
 
 
 def _ray() -> Any:
@@ -60,8 +65,10 @@ class Ray:
     def run(self, jobs: list[Job]) -> Generator[dict[str, Any], None, None]:
         ray = _ray()
         if not ray.is_initialized():
-            local = {"num_cpus": None, "_node_ip_address": "127.0.0.1"}
-            options = {"address": self.address} if self.address else local
+            options: dict[str, Any] = {"address": self.address} if self.address else {}
+            ip = _driver_ip(self.address)
+            if ip is not None:
+                options["_node_ip_address"] = ip
             ray.init(**options, include_dashboard=False, log_to_driver=False)
         largest = max(
             (int(n["Resources"].get("CPU", 1)) for n in ray.nodes() if n.get("Alive")),
@@ -92,6 +99,23 @@ class Ray:
             for ref in running:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=False)
+
+
+def _driver_ip(address: str | None) -> str | None:
+    """The address this process joins Ray on: the loopback address for a local Ray and for
+    a cluster whose head is on it (Ray would pick the machine's other address, and send
+    traffic beyond the machine); None, Ray's choice, for a cluster elsewhere. ``auto`` is
+    the cluster Ray recorded on this machine when its head started."""
+    if address == "auto":
+        recorded = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            address = recorded.read_text().split()[0]
+        except (OSError, IndexError):
+            return None
+    if address is None:
+        return LOOPBACK
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    return LOOPBACK if host in ("localhost", "::1") or host.startswith("127.") else None
 
 
 def _result(ray: Any, ref: Any, job: Job, tries: dict[str, int]) -> dict[str, Any] | None:

@@ -18,9 +18,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from repogym.errors import TaskError, WorkspaceError
+from repogym.task._checks import cross_checks
 from repogym.task._errors import schema_lines, where
 from repogym.task._yaml import load_yaml
-from repogym.task.schema import TASK_FILE, Task, cross_checks
+from repogym.task.schema import TASK_FILE, Task
 from repogym.tree import git as _git
 
 

@@ -1,12 +1,11 @@
 """The task file's schema, declared once, as frozen pydantic models that forbid unknown
-keys; and the rules that span its sections (:func:`cross_checks`)."""
+keys (the rules that span its sections are :mod:`repogym.task._checks`)."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -388,31 +387,3 @@ BUILTIN_GRADERS: dict[str, BuiltinRule] = {
     ),
     "perf": BuiltinRule(runs=lambda task: task.perf is not None, role=lambda task: Role.OBJECTIVE),
 }
-
-
-def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
-    """Rules that span sections, as (key path, message) pairs."""
-    roles = task.builtin_roles()
-    custom = task.grading.graders
-    if Role.OBJECTIVE not in roles.values() and all(g.role is Role.GATE for g in custom):
-        yield (
-            (),
-            (
-                "the task has no objective, so no submission could earn credit: declare "
-                "`tests.fail_to_pass` (ids, or `added`), a `perf` section, quality limits on a "
-                "`type: refactor` task, or an objective in `grading.graders`"
-            ),
-        )
-    for name in task.grading.weights:
-        key = ("grading", "weights", name)
-        if roles.get(name) is Role.GATE:
-            yield key, f"{name} is a gate in this task and carries no weight; remove the entry"
-        elif name in BUILTIN_GRADERS and name not in roles:
-            yield (
-                key,
-                f"this task does not run the {name} grader; remove the entry or add its section",
-            )
-        elif name not in BUILTIN_GRADERS and not custom:
-            guess = difflib.get_close_matches(name, list(roles), n=1)
-            hint = f"did you mean `{guess[0]}`?" if guess else "fix the name"
-            yield key, f"no grader is called {name!r} (graders: {', '.join(roles)}); {hint}"

@@ -411,8 +411,8 @@ def test_the_changes_code_never_runs_beside_the_base_s_tests(repo: Repo) -> None
     project(repo, task(f2p="[]"), {"tests/test_server.py": server})
     holder = (
         "import socket, subprocess, sys\n"
-        "subprocess.Popen([sys.executable, '-c', 'import socket, time; s = socket.socket(); "
-        's.bind(("127.0.0.1", 47123)); s.listen(); time.sleep(60)\'], start_new_session=True)\n'
+        "subprocess.Popen([sys.executable, '-c', 'import signal, socket; s = socket.socket(); "
+        's.bind(("127.0.0.1", 47123)); s.listen(); signal.pause()\'], start_new_session=True)\n'
     )
     repo.write({"src/calc.py": holder + CALC.replace("a * b", "a ** b")})
     component = grade(repo)
