@@ -321,7 +321,7 @@ def files_under(directory: Path) -> list[str]:
 
 def materialise(repo: Path, commit: str) -> Path:
     """A pristine tree of ``commit``, made once per process and shared (read it only)."""
-    key = _baselines.Key(kind="pristine", repository=_baselines.repository(repo), commit=commit)
+    key = _baselines.Key(kind="pristine", commit=commit)
     return _baselines.shared(key, lambda: export_tree(repo, commit, prefix="repogym-baseline-"))
 
 

@@ -211,3 +211,28 @@ def test_grade_many_yields_each_line_and_has_an_async_form(tmp_path: Path) -> No
     assert {i: comparable(line) for i, line in asyncio.run(collect()).items()} == {
         i: comparable(line) for i, line in lines.items()
     }
+
+
+def test_the_jobs_of_one_base_share_its_runs_in_a_worker(tmp_path: Path) -> None:
+    """Each job grades in a clone of its own, yet the base's runs of the tests (two, for
+    ``pass_to_pass: baseline``) are made once by the worker that grades its jobs, not once
+    per job: the trees and runs of a base are keyed by its commit, not by the clone."""
+    build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    log = tmp_path / "runs" / "log"
+    log.parent.mkdir()
+    log.parent.chmod(0o777)  # the sandbox user's commands append to it
+    task = (tmp_path / "bugfix/.repogym.yml").read_text()
+    task = task.replace("command: python", f"command: echo run >> {log}; python")
+    start, end = task.index("  pass_to_pass:"), task.index("  timeout:")
+    (tmp_path / "task.yml").write_text(task[:start] + "  pass_to_pass: baseline\n" + task[end:])
+    jobs = [
+        {"repo": "bugfix", "base": "main", "ref": ref, "task": "task.yml", "id": f"{ref}-{n}"}
+        for n, ref in enumerate(["submission", "main", "submission"])
+    ]
+    graded = repogym.grade_many(jobs, executor=Local(1), root=tmp_path)
+    lines = {line["id"]: line for line in graded}
+    passed = [lines[i]["passed"] for i in ("submission-0", "main-1", "submission-2")]
+    assert passed == [True, False, True], lines
+    assert lines["submission-2"]["components"][1]["details"]["baseline"]["runs"] == 2
+    # The base's two runs, then one run of each job's submission.
+    assert log.read_text().count("run\n") == 2 + len(jobs)

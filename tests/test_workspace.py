@@ -12,6 +12,7 @@ import pytest
 
 from repogym.errors import WorkspaceError
 from repogym.task import parse_task
+from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
 from repogym.tree.changes import pathspec_groups
 from repogym.workspace import FileChange, Workspace
@@ -190,6 +191,24 @@ def test_baseline_of_another_commit_is_another_tree(repo: Repo) -> None:
     assert one != two
     assert (one / "a.txt").read_text() == "one\n"
     assert (two / "a.txt").read_text() == "two\n"
+
+
+def test_a_process_keeps_the_trees_of_its_most_recent_bases_only(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch worker grades jobs of many bases: past KEEP, the least recently used tree
+    goes, its directory with it, and is made again when it is asked for."""
+    monkeypatch.setattr(_baselines, "KEEP", 2)
+    monkeypatch.setattr(_baselines, "_SHARED", type(_baselines._SHARED)())
+    shas = [based(repo, {"a.txt": "0\n"})]
+    shas += [repo.commit(str(n), {"a.txt": f"{n}\n"}) for n in (1, 2)]
+    first = Workspace.open(repo.root, base=shas[0]).baseline
+    second = Workspace.open(repo.root, base=shas[1]).baseline
+    assert Workspace.open(repo.root, base=shas[0]).baseline == first  # used again: kept
+    third = Workspace.open(repo.root, base=shas[2]).baseline  # the second goes
+    assert first.is_dir() and third.is_dir() and not second.exists()
+    again = Workspace.open(repo.root, base=shas[1]).baseline
+    assert (again / "a.txt").read_text() == "1\n" and not first.exists()
 
 
 # -- changed files and diff stats -----------------------------------------------------------

@@ -85,7 +85,6 @@ def base_runs(
     times = FLAKY_RUNS if config.baseline else 1
     key = _baselines.Key(
         kind="base-tests",
-        repository=_baselines.repository(workspace.root),
         commit=workspace.rubric,
         depends_on=(
             workspace.task.digest,

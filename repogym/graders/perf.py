@@ -105,7 +105,6 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # A container runner holds what setup made in its own volumes, for its grade only.
     key = _baselines.Key(
         kind="perf",
-        repository=_baselines.repository(workspace.root),
         commit=workspace.base,
         depends_on=(workspace.task.digest,),
         scope=runner.scope if isinstance(runner, ContainerRunner) else "",
