@@ -22,7 +22,7 @@ from tests.repo import IDENTITY
 from tests.waiting import BACKSTOP
 
 # What differs between two grades of one job: when and how long, and where it ran.
-VARYING = ("timings", "duration", "output_tail", "command")
+VARYING = ("timings", "duration", "seconds", "output_tail", "command")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -33,21 +33,80 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def make_jobs(root: Path) -> Path:
-    """A job file over the bugfix example: its solution as a ref, a patch and a tree, the
-    empty submission, and three jobs that cannot be graded."""
-    repo = build_example_repo("bugfix", root / "bugfix", solution=True)
-    (root / "fix.patch").write_text(git(repo, "diff", "main", "submission"))
-    tree = root / "tree"
-    git(repo, "worktree", "add", "--quiet", "--detach", str(tree), "submission")
-    lines = [
-        {"repo": "bugfix", "base": "main", "ref": "submission", "id": "ref"},
-        {"repo": "bugfix", "base": "main", "patch": "fix.patch", "id": "patch"},
-        {"repo": "bugfix", "base": "main", "tree": "tree", "id": "tree"},
-        {"repo": "bugfix", "base": "main", "ref": "main", "id": "empty"},
-        {"repo": "bugfix", "base": "main", "patch": "no-such.patch", "id": "missing patch"},
-        {"repo": "bugfix", "base": "main", "id": "no submission"},
+HANG_TASK = """\
+version: 1
+type: bugfix
+tests:
+  command: python -c "import signal; signal.pause()" {junit}
+  fail_to_pass: [tests/test_x.py::test_x]
+  timeout: 1
+"""
+
+
+def twenty_jobs(root: Path, *, node: bool = True) -> Path:
+    """The same 20 jobs for every executor (issue 23): the bugfix example's solution as
+    a ref, a patch and a tree, its empty submission and a wrong fix; the feature example
+    with its hidden tests (in the repository, and from a directory of the job's); the
+    refactor example; a test command that times out; the Node example, whose commands
+    run in its image (``node``: the engine has the image); and seven jobs that cannot be
+    graded (a patch that does not apply, one that is not there, a ref that is no commit,
+    no submission, two submissions, a key no job has, a line that is not JSON)."""
+    repos = {
+        name: build_example_repo(name, root / name) for name in ("bugfix", "feature", "refactor")
+    }
+    (root / "fix.patch").write_text(git(repos["bugfix"], "diff", "main", "submission"))
+    (root / "wrong.patch").write_text(
+        git(repos["bugfix"], "diff", "main", "submission").replace("unicodedata", "unicodedatum")
+    )
+    (root / "stale.patch").write_text(
+        (root / "fix.patch").read_text().replace("import ", "import  ", 1)
+    )
+    (root / "feature.patch").write_text(git(repos["feature"], "diff", "main", "submission"))
+    shutil.copytree(repos["feature"] / ".repogym/hidden", root / "hidden")
+    git(
+        repos["refactor"],
+        "worktree",
+        "add",
+        "--quiet",
+        "--detach",
+        str(root / "refactored"),
+        "submission",
+    )
+    git(repos["bugfix"], "worktree", "add", "--quiet", "--detach", str(root / "tree"), "submission")
+    hang = root / "hang"
+    (hang / "tests").mkdir(parents=True)
+    (hang / ".repogym.yml").write_text(HANG_TASK)
+    (hang / "tests/test_x.py").write_text("def test_x():\n    pass\n")
+    git(hang, "init", "--quiet", "--initial-branch=main")
+    git(hang, "add", "--all")
+    git(hang, "commit", "--quiet", "-m", "a test command that never ends")
+    bugfix = {"repo": "bugfix", "base": "main"}
+    feature = {"repo": "feature", "base": "main"}
+    lines: list[dict[str, Any]] = [
+        {**bugfix, "ref": "submission", "id": "bugfix ref"},
+        {**bugfix, "patch": "fix.patch", "id": "bugfix patch"},
+        {**bugfix, "tree": "tree", "id": "bugfix tree"},
+        {**bugfix, "ref": "main", "id": "bugfix empty"},
+        {**bugfix, "patch": "wrong.patch", "id": "bugfix wrong fix"},
+        {**feature, "ref": "submission", "id": "feature ref"},
+        {**feature, "patch": "feature.patch", "hidden": "hidden", "id": "feature hidden dir"},
+        {**feature, "ref": "main", "id": "feature empty"},
+        {"repo": "refactor", "base": "main", "tree": "refactored", "id": "refactor tree"},
+        {"repo": "refactor", "base": "main", "ref": "main", "id": "refactor empty"},
+        {"repo": "hang", "base": "main", "ref": "main", "id": "timeout"},
+        {**bugfix, "patch": "stale.patch", "id": "patch that does not apply"},
+        {**bugfix, "patch": "no-such.patch", "id": "missing patch"},
+        {**bugfix, "ref": "no-such-ref", "id": "no commit"},
+        {**bugfix, "id": "no submission"},
+        {**bugfix, "ref": "main", "patch": "fix.patch", "id": "two submissions"},
+        {**bugfix, "ref": "main", "branch": "main", "id": "unknown key"},
     ]
+    if node:
+        build_example_repo("node", root / "node")
+        lines[5:5] = [
+            {"repo": "node", "base": "main", "ref": "submission", "id": "node ref"},
+            {"repo": "node", "base": "main", "ref": "main", "id": "node empty"},
+        ]
     text = "".join(json.dumps(line) + "\n" for line in lines) + "not json\n"
     (root / "jobs.jsonl").write_text(text)
     return root / "jobs.jsonl"

@@ -95,3 +95,26 @@ def env_images() -> Iterator[tuple[str, ...]]:
     finally:
         envimages.remove_added(client)
         client.close()
+
+
+@pytest.fixture(scope="session")
+def twenty(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[Path, Path]:
+    """The 20 jobs every executor grades (tests/batching.py), and their output from one
+    local worker, graded once per session for the other executors to be held to. The Node
+    jobs need a Docker engine: without one (where it is not required) they are left out."""
+    from tests.batching import run_batch, twenty_jobs
+
+    try:
+        request.getfixturevalue("env_images")
+        node = True
+    except pytest.skip.Exception:
+        node = False
+    jobs = twenty_jobs(tmp_path_factory.mktemp("twenty"), node=node)
+    output = jobs.parent / "one-worker.jsonl"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("REPOGYM_SANDBOX", "off")  # as the tests that compare with it run
+        done = run_batch(jobs, "--output", output, "--jobs", "1")
+    assert done.returncode == 1, done.stdout + done.stderr  # the jobs that cannot be graded
+    return jobs, output

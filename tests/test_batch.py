@@ -26,7 +26,6 @@ from tests.batching import (
     git,
     kill_the_worker_of_the_slow_job,
     lines_of,
-    make_jobs,
     readers,
     release,
     run_batch,
@@ -40,39 +39,58 @@ def fifo() -> Iterator[Path]:
     yield from fifo_path()
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_jobs(tmp_path_factory.mktemp("batch"))
+ERRORS = {
+    "patch that does not apply": "`patch` {root}/stale.patch: it does not apply at the base "
+    "(error: patch failed: src/slugify/core.py:1)",
+    "missing patch": "`patch` {root}/no-such.patch: no such file",
+    "no commit": "`ref` 'no-such-ref' is no commit of the repository",
+    "no submission": "line {line}: `the job`: give the submission as exactly one of "
+    "`patch`, `ref` or `tree` (none given)",
+    "two submissions": "line {line}: `the job`: give the submission as exactly one of "
+    "`patch`, `ref` or `tree` (`patch`, `ref` given)",
+    "unknown key": "line {line}: `branch`: Extra inputs are not permitted",
+    "{line}": "line {line}: not JSON (Expecting value: line 1 column 1 (char 0)); write one object",
+}
 
 
-def test_one_worker_and_two_give_the_same_reports(batch: Path, tmp_path: Path) -> None:
-    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
-    first = run_batch(batch, "--output", one, "--jobs", "1", check=True)
-    second = run_batch(batch, "--output", two, "--jobs", "2", check=True)
-    assert first.returncode == second.returncode == 1  # the three bad jobs
+def test_one_worker_and_two_give_the_same_reports(
+    twenty: tuple[Path, Path], tmp_path: Path
+) -> None:
+    jobs, one = twenty
+    two = tmp_path / "two.jsonl"
+    second = run_batch(jobs, "--output", two, "--jobs", "2", check=True)
+    assert second.returncode == 1  # the jobs that cannot be graded
     by_one, by_two = lines_of(one), lines_of(two)
-    assert set(by_one) == {"ref", "patch", "tree", "empty", "missing patch", "no submission", "7"}
+    assert len(by_one) == (20 if "node ref" in by_one else 18)
     assert {i: comparable(line) for i, line in by_one.items()} == {
         i: comparable(line) for i, line in by_two.items()
     }
-    for job in ("ref", "patch", "tree"):
-        assert by_two[job]["passed"] is True, by_two[job]
-        assert set(by_two[job]["timings"]) == {"started_at", "prepare", "grade", "total"}
-    assert by_two["empty"]["passed"] is False and by_two["empty"]["score"] == 0
-    assert by_two["missing patch"]["error"]["message"].endswith("no-such.patch: no such file")
-    assert by_two["no submission"]["error"]["message"] == (
-        "line 6: `the job`: give the submission as exactly one of `patch`, `ref` or `tree` "
-        "(none given)"
-    )
-    assert by_two["7"]["error"]["message"].startswith("line 7: not JSON")
+    passing = {"bugfix ref", "bugfix patch", "bugfix tree", "feature ref", "feature hidden dir"}
+    passing |= {"refactor tree"} | ({"node ref"} & set(by_one))
+    assert {i for i, line in by_two.items() if line.get("passed")} == passing
+    for job in passing:
+        assert by_two[job]["score"] == 1 and set(by_two[job]["timings"]) == {
+            "started_at", "prepare", "grade", "total",
+        }  # fmt: skip
+    for job in ("bugfix empty", "bugfix wrong fix", "feature empty", "refactor empty"):
+        assert by_two[job]["passed"] is False and by_two[job]["score"] == 0, by_two[job]
+    tests = next(c for c in by_two["timeout"]["components"] if c["name"] == "tests")
+    assert tests["score"] == 0 and "timed out after 1 s" in " ".join(tests["messages"])
+    lines = jobs.read_text().splitlines()
+    number = {json.loads(t).get("id"): n for n, t in enumerate(lines, 1) if t.startswith("{")}
+    number["{line}"] = len(lines)  # the line that is not JSON: its id is its number
+    for job, message in ERRORS.items():
+        line = by_two[job.format(line=number[job])]
+        expected = message.format(root=jobs.parent, line=number[job])
+        assert line["error"]["message"].startswith(expected), line
     summary = second.stdout.splitlines()
-    assert "passed                  3" in summary and "errors                  3" in summary
+    assert f"passed {len(passing):>18}" in summary and f"errors {len(ERRORS):>18}" in summary
 
 
-def test_an_output_with_lines_needs_resume(batch: Path, tmp_path: Path) -> None:
+def test_an_output_with_lines_needs_resume(twenty: tuple[Path, Path], tmp_path: Path) -> None:
     output = tmp_path / "out.jsonl"
     output.write_text('{"id": "ref"}\n')
-    done = run_batch(batch, "--output", output)
+    done = run_batch(twenty[0], "--output", output)
     assert done.returncode == 2
     assert done.stderr == (
         f"repogym: error: --output {output} already holds lines: pass --resume to take that "

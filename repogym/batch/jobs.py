@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from repogym.errors import RepogymError, UsageError, WorkspaceError
+from repogym.errors import RepogymError, UsageError
 from repogym.grading import grade
 from repogym.report import error_report, report_dict, user_error_report
 from repogym.sandbox.process import internal_error_line
@@ -207,10 +207,12 @@ def _commit(repo: Path, ref: str, key: str) -> str:
 def _apply(repo: Path, patch: Path) -> None:
     if not patch.is_file():
         raise UsageError(f"`patch` {patch}: no such file")
-    try:
-        _git.git(["apply", "--whitespace=nowarn", str(patch.resolve())], repo)
-    except WorkspaceError as error:
-        raise UsageError(f"`patch` {patch}: it does not apply at the base ({error})") from None
+    done = _git.run(["apply", "--whitespace=nowarn", str(patch.resolve())], repo)
+    if done.returncode != 0:
+        # git's first line, not the job's private clone (another path every time).
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        why = said[0] if said else f"git apply: exit code {done.returncode}"
+        raise UsageError(f"`patch` {patch}: it does not apply at the base ({why})")
 
 
 def _replace(repo: Path, tree: Path) -> None:
