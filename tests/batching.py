@@ -45,7 +45,7 @@ tests:
 
 def twenty_jobs(root: Path, *, node: bool = True) -> Path:
     """The same 20 jobs for every executor (issue 23): the bugfix example's solution as
-    a ref, a patch and a tree, its empty submission and a wrong fix; the feature example
+    a ref, a patch and a tree, an empty patch and a wrong fix; the feature example
     with its hidden tests (in the repository, and from a directory of the job's); the
     refactor example; a test command that times out; the Node example, whose commands
     run in its image (``node``: the engine has the image); and seven jobs that cannot be
@@ -61,6 +61,7 @@ def twenty_jobs(root: Path, *, node: bool = True) -> Path:
     (root / "stale.patch").write_text(
         (root / "fix.patch").read_text().replace("import ", "import  ", 1)
     )
+    (root / "empty.patch").write_text("")
     (root / "feature.patch").write_text(git(repos["feature"], "diff", "main", "submission"))
     shutil.copytree(repos["feature"] / ".repogym/hidden", root / "hidden")
     git(
@@ -86,7 +87,7 @@ def twenty_jobs(root: Path, *, node: bool = True) -> Path:
         {**bugfix, "ref": "submission", "id": "bugfix ref"},
         {**bugfix, "patch": "fix.patch", "id": "bugfix patch"},
         {**bugfix, "tree": "tree", "id": "bugfix tree"},
-        {**bugfix, "ref": "main", "id": "bugfix empty"},
+        {**bugfix, "patch": "empty.patch", "id": "bugfix empty"},  # an agent that did nothing
         {**bugfix, "patch": "wrong.patch", "id": "bugfix wrong fix"},
         {**feature, "ref": "submission", "id": "feature ref"},
         {**feature, "patch": "feature.patch", "hidden": "hidden", "id": "feature hidden dir"},

@@ -207,7 +207,8 @@ def _commit(repo: Path, ref: str, key: str) -> str:
 def _apply(repo: Path, patch: Path) -> None:
     if not patch.is_file():
         raise UsageError(f"`patch` {patch}: no such file")
-    done = _git.run(["apply", "--whitespace=nowarn", str(patch.resolve())], repo)
+    # An empty patch is the empty submission (an agent that changed nothing), not an error.
+    done = _git.run(["apply", "--allow-empty", "--whitespace=nowarn", str(patch.resolve())], repo)
     if done.returncode != 0:
         # git's first line, not the job's private clone (another path every time).
         said = done.stderr.decode(errors="replace").strip().splitlines()
