@@ -91,9 +91,7 @@ class GymRepoEnv(RepoEnv, gymnasium.Env):  # type: ignore[misc]
             error = Observation(output="", exit_code=None, error=made)
             truncated = self.max_steps is not None and self.steps >= self.max_steps
             if truncated:
-                self._state = "ended"
-                if not self.keep_workspace:
-                    self._discard()
+                self._end()
             return _shown(error), 0.0, False, truncated, {"step": self.steps}
         observation, reward, terminated, truncated, info = RepoEnv.step(self, made)
         return _shown(observation), reward, terminated, truncated, info
