@@ -158,7 +158,8 @@ class EpisodeRunner:
         if episode is None:
             return
         api = self.client.api
-        close_attach(episode.attach)
+        if episode.attach is not None:
+            close_attach(episode.attach)
         if episode.container:
             with contextlib.suppress(Exception):
                 api.remove_container(episode.container, force=True)
@@ -304,7 +305,7 @@ class _Exec:
             return
         with contextlib.suppress(Exception):
             ident = self.api.exec_create(
-                self.container, [*SHELL, f"kill -KILL -- -{pid} {pid}"], user=f"{UID}:{UID}"
+                self.container, [*SHELL, f"kill -9 -{pid} || kill -9 {pid}"], user=f"{UID}:{UID}"
             )["Id"]
             self.api.exec_start(ident)
 
