@@ -90,7 +90,6 @@ class RepoEnv:
             else prepare(self.task, self.repo, self.base).episode_runner(self.task)
         )
         self._close_runner = weakref.finalize(self, self.runner.close)
-        self._task_source = task
         self.keep_workspace = keep_workspace
         self.max_steps = max_steps
         self.steps = 0
