@@ -31,7 +31,7 @@ from repogym.actions import (
     Submit,
     WriteFile,
 )
-from repogym.container.runner import AnyRunner, ContainerRunner
+from repogym.container.episode import EpisodeRunner
 from repogym.environment import prepare
 from repogym.errors import EnvError, WorkspaceError
 from repogym.grading import grade
@@ -80,12 +80,14 @@ class RepoEnv:
         self.base = _git.resolve_commit(self.repo, base)
         self.base_ref = base
         self.task = load_task(task, repo=self.repo, commit=self.base, ref=base)
-        # In the task's environment when it names one: prepared here, once, so that what
-        # keeps it from being had is said before the first step (issue 20).
-        self.runner: AnyRunner = (
+        # In the task's environment when it names one: the image had here, once, so that
+        # what keeps it from being had is said before the first step (issue 20); each
+        # episode's container made at reset() and removed at the next and at close()
+        # (issue 23).
+        self.runner: Runner | EpisodeRunner = (
             Runner(pass_env=self.task.pass_env, set_env=self.task.env)
             if self.task.environment is None
-            else prepare(self.task, self.repo, self.base).runner(self.task)
+            else prepare(self.task, self.repo, self.base).episode_runner(self.task)
         )
         self._close_runner = weakref.finalize(self, self.runner.close)
         self.keep_workspace = keep_workspace
@@ -104,12 +106,17 @@ class RepoEnv:
         episode is deterministic.
         """
         self._discard()
-        self._root = _clone_at(
-            self.repo, self.base, shared=not isinstance(self.runner, ContainerRunner)
-        )
+        boxed = isinstance(self.runner, EpisodeRunner)
+        self._root = _clone_at(self.repo, self.base, shared=not boxed)
         if not self.keep_workspace:
             holder = str(self._root.parent)
             self._cleanup = weakref.finalize(self, shutil.rmtree, holder, True)
+        if isinstance(self.runner, EpisodeRunner):
+            try:
+                self.runner.start(self._root)
+            except BaseException:
+                self._discard()
+                raise
         self._state = "running"
         self.steps = 0
         output = f"A fresh checkout of {self.base_ref} ({self.base[:12]}), {self.task.type} task."
@@ -124,13 +131,20 @@ class RepoEnv:
         truncated = not terminated and self.max_steps is not None and self.steps >= self.max_steps
         info["step"] = self.steps
         if terminated or truncated:
-            self._state = "ended"
-            if not self.keep_workspace:
-                self._discard()
+            self._end()
         return observation, reward, terminated, truncated, info
 
+    def _end(self) -> None:
+        """The episode ended: its container goes (no command can run any more), its
+        workspace too unless it is kept."""
+        self._state = "ended"
+        if isinstance(self.runner, EpisodeRunner):
+            self.runner.stop()
+        if not self.keep_workspace:
+            self._discard()
+
     def close(self) -> None:
-        """Remove the workspace (unless kept) and the environment's volumes. Calling it
+        """Remove the workspace (unless kept) and the episode's container. Calling it
         again does nothing."""
         self._discard()
         self._close_runner()
@@ -183,7 +197,7 @@ class RepoEnv:
         read-only to every other command afterwards: the tests a Submit runs cannot plant
         anything in it for the next episode (issue 9)."""
         root = self.workspace.root
-        if isinstance(self.runner, ContainerRunner):
+        if isinstance(self.runner, EpisodeRunner):
             # Bytecode in the container's /tmp; the tree comes back to the host after
             # each command, where ReadFile and the grade read it.
             variables = {"PYTHONPYCACHEPREFIX": "/tmp/pycache", **(env or {})}
@@ -239,7 +253,7 @@ class RepoEnv:
     def _apply_patch(self, action: ApplyPatch) -> _Outcome:
         # git itself refuses paths that leave the tree, go through a symlink or into .git.
         # It runs through the runner: the workspace's git config is the agent's to edit.
-        if isinstance(self.runner, ContainerRunner):
+        if isinstance(self.runner, EpisodeRunner):
             return self._apply_patch_in_container(action)
         with tempfile.TemporaryDirectory(prefix="repogym-patch-") as holder:
             patch = Path(holder) / "action.patch"
@@ -304,6 +318,8 @@ class RepoEnv:
         return target
 
     def _discard(self) -> None:
+        if isinstance(self.runner, EpisodeRunner):
+            self.runner.stop()  # nothing of the episode left in the engine (issue 23)
         if self._cleanup is not None:
             self._cleanup()  # removes the tree, once
             self._cleanup = None

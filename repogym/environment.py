@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from repogym.container.engine import connect, docker_module
+from repogym.container.episode import EpisodeRunner
 from repogym.container.runner import ContainerRunner
 from repogym.errors import LOG_LINE, EngineError
 from repogym.task import Task
@@ -69,6 +70,18 @@ class Prepared:
             self.client,
             self.id,
             name=self.image,
+            limits=self.config.limits,
+            network=self.config.network,
+            pass_env=task.pass_env,
+            set_env=task.env,
+        )
+
+    def episode_runner(self, task: Task) -> EpisodeRunner:
+        """A runner of RepoEnv's agent's commands in an episode's container of this
+        image (issue 23)."""
+        return EpisodeRunner(
+            self.client,
+            self.id,
             limits=self.config.limits,
             network=self.config.network,
             pass_env=task.pass_env,

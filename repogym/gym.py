@@ -18,17 +18,29 @@ as text (``""`` for no error), ``exit_code`` an integer (:data:`NO_EXIT_CODE` wh
 is none: a file action, a timeout). Text that a space's characters cannot hold (outside
 printable ASCII and whitespace) is written as backslash escapes (``\\u00e9``), and text
 past its space's length is cut, as a command's output is.
+
+:class:`VectorRepoEnv` is a ``gymnasium.vector.VectorEnv`` of many RepoEnvs whose
+``step(actions)`` grades the Submits of a step together, as a batch's jobs, through
+:func:`repogym.batch.grade_many` and its executors (issue 23).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import shutil
 import string
-from collections.abc import Mapping
+import tempfile
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import SyncVectorEnv
+from gymnasium.vector.utils import concatenate
 
 from repogym.actions import (
     ACTIONS,
@@ -39,7 +51,12 @@ from repogym.actions import (
     Submit,
     WriteFile,
 )
+from repogym.batch import Executor, grade_many
 from repogym.env import RepoEnv
+from repogym.errors import EnvError, RepogymError
+from repogym.models import Finding, GradeComponent, GradeResult, Role
+from repogym.task import parse_task
+from repogym.tree import git as _git
 
 ENV_ID = "repogym/RepoEnv-v0"
 CHARSET = string.printable  # letters, digits, punctuation, whitespace
@@ -91,9 +108,7 @@ class GymRepoEnv(RepoEnv, gymnasium.Env):  # type: ignore[misc]
             error = Observation(output="", exit_code=None, error=made)
             truncated = self.max_steps is not None and self.steps >= self.max_steps
             if truncated:
-                self._state = "ended"
-                if not self.keep_workspace:
-                    self._discard()
+                self._end()
             return _shown(error), 0.0, False, truncated, {"step": self.steps}
         observation, reward, terminated, truncated, info = RepoEnv.step(self, made)
         return _shown(observation), reward, terminated, truncated, info
@@ -144,6 +159,186 @@ def _text(text: str) -> str:
         kept = MAX_TEXT - 64
         text = f"[{len(text) - kept} characters cut]\n" + text[-kept:]
     return text
+
+
+class _Member(GymRepoEnv):
+    """A RepoEnv of a :class:`VectorRepoEnv`: its Submit takes the grade the vector had
+    made of it, when it had one."""
+
+    _graded: GradeResult | None = None
+
+    def _do_submit(self) -> GradeResult:
+        graded, self._graded = self._graded, None
+        return graded if graded is not None else super()._do_submit()
+
+
+class VectorRepoEnv(SyncVectorEnv):
+    """``len(envs)`` RepoEnvs, one for each mapping of RepoEnv's arguments in ``envs``,
+    stepped together; the Submits of a step are graded together by ``executor``
+    (:class:`repogym.batch.Local`, the default, or :class:`repogym.batch.Ray`). See
+    docs/env.md, "Many environments"."""
+
+    def __init__(self, envs: Sequence[Mapping[str, Any]], *, executor: Executor | None = None):
+        if isinstance(envs, (str, bytes, Mapping)) or not isinstance(envs, Sequence) or not envs:
+            raise TypeError(
+                "VectorRepoEnv takes a non-empty list of RepoEnv arguments, one dict per "
+                f"environment (`[{{'repo': ..., 'base': 'main'}}, ...]`), not {type(envs).__name__}"
+            )
+        self.executor = executor
+        self._tasks = Path(tempfile.mkdtemp(prefix="repogym-vector-"))
+        self._remove_tasks = weakref.finalize(self, shutil.rmtree, str(self._tasks), True)
+        made: list[_Member] = []
+        try:
+            for number, arguments in enumerate(envs):
+                if not isinstance(arguments, Mapping):
+                    raise TypeError(
+                        f"VectorRepoEnv: environment {number} is {type(arguments).__name__}, "
+                        "not a dict of RepoEnv's arguments"
+                    )
+                made.append(_Member(**arguments))
+            self._task_files = [self._write_task(n, env) for n, env in enumerate(made)]
+            super().__init__([functools.partial(_made, env) for env in made])
+            self.members = made
+        except BaseException:
+            for env in made:
+                env.close()
+            self._remove_tasks()
+            raise
+
+    def _write_task(self, number: int, env: RepoEnv) -> str:
+        """The env's task as a file of its own for the jobs: the bytes it was read from,
+        or, for a task built in code, its JSON (a task file's YAML) when that reads back
+        as the same task."""
+        data = env.task.raw
+        if not data:
+            data = env.task.model_dump_json(exclude_defaults=True).encode()
+            try:
+                same = parse_task(data).model_dump() == env.task.model_dump()
+            except RepogymError:
+                same = False
+            if not same:
+                raise EnvError(
+                    f"VectorRepoEnv: environment {number}'s task was built in code and does "
+                    "not read back from a task file: pass RepoEnv the task file's path"
+                )
+        path = self._tasks / f"task-{number}.yml"
+        path.write_bytes(data)
+        return str(path)
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Each env's action (a list of them, or the action space's batch: a dict of
+        tuples), its Submit graded with the others'; an env that ended last step is
+        reset instead (Gymnasium's next-step autoreset)."""
+        wanted = self._per_env(actions)
+        self._grade_submits(wanted)
+        infos: dict[str, Any] = {}
+        for i, (action, env) in enumerate(zip(wanted, self.envs, strict=True)):
+            if self._autoreset_envs[i]:
+                self._env_obs[i], info = env.reset()
+                self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
+            else:
+                step = env.step(action)
+                self._env_obs[i], self._rewards[i] = step[0], step[1]
+                self._terminations[i], self._truncations[i], info = step[2], step[3], step[4]
+            infos = self._add_info(infos, info, i)
+        self._observations = concatenate(
+            self.single_observation_space, self._env_obs, self._observations
+        )
+        self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        return (
+            copy.deepcopy(self._observations),
+            np.copy(self._rewards),
+            np.copy(self._terminations),
+            np.copy(self._truncations),
+            infos,
+        )
+
+    def close_extras(self, **kwargs: Any) -> None:
+        super().close_extras(**kwargs)
+        self._remove_tasks()
+
+    def _per_env(self, actions: Any) -> list[Any]:
+        if isinstance(actions, Mapping):  # the batched action space's dict of tuples
+            return [{k: v[i] for k, v in actions.items()} for i in range(self.num_envs)]
+        if isinstance(actions, (str, bytes)) or not isinstance(actions, Sequence):
+            raise EnvError(
+                f"VectorRepoEnv.step() takes one action per environment ({self.num_envs}), "
+                f"as a list, not {type(actions).__name__}"
+            )
+        if len(actions) != self.num_envs:
+            raise EnvError(
+                f"VectorRepoEnv.step() takes one action per environment: {self.num_envs}, "
+                f"not {len(actions)}"
+            )
+        return list(actions)
+
+    def _grade_submits(self, actions: list[Any]) -> None:
+        """The grades of this step's Submits, as jobs of one batch, handed to their envs.
+        A job that could not be graded (a broken tree, an engine that refused) is left
+        to its env, which grades it alone and says why as RepoEnv does."""
+        jobs = {}
+        for i, (action, env) in enumerate(zip(actions, self.members, strict=True)):
+            if self._autoreset_envs[i] or not _submits(action) or env._state != "running":
+                continue
+            job = _job(env, self._task_files[i])
+            if job is not None:
+                jobs[str(i)] = {"id": str(i), **job}
+        if not jobs:
+            return
+        for line in grade_many(jobs.values(), executor=self.executor):
+            if line.get("error") is None:
+                env = self.members[int(line["id"])]
+                env._graded = _result(line, env.workspace.patch())
+
+
+def _made(env: _Member) -> _Member:
+    return env
+
+
+def _submits(action: Any) -> bool:
+    return isinstance(action, Submit) or (
+        isinstance(action, Mapping) and action.get("kind") == "submit"
+    )
+
+
+def _job(env: RepoEnv, task: str) -> dict[str, str] | None:
+    """The batch job of ``env``'s workspace, or None when its grade is not one: the tree
+    is no work tree git can read, or its HEAD left ``base``'s history, where RepoEnv
+    grades against the merge base."""
+    root = env.workspace.root
+    try:
+        head = _git.resolve_commit(root, "HEAD")
+        if _git.merge_base(root, env.base, env.base, head) != env.base:
+            return None
+    except RepogymError:
+        return None
+    return {"repo": str(env.repo), "base": env.base, "tree": str(root), "task": task}
+
+
+def _result(line: Mapping[str, Any], patch: str) -> GradeResult:
+    """The GradeResult of a job's report line (docs/report.md)."""
+    components = tuple(
+        GradeComponent(
+            name=c["name"],
+            score=c["score"],
+            passed=c["passed"],
+            role=Role(c["role"]),
+            details=c.get("details") or {},
+            messages=tuple(c.get("messages") or ()),
+            findings=tuple(Finding(**f) for f in c.get("findings") or ()),
+            weight=c.get("weight", 0.0),
+        )
+        for c in line["components"]
+    )
+    return GradeResult(
+        score=line["score"],
+        passed=line["passed"],
+        components=components,
+        patch=patch,
+        files_changed=tuple(line.get("files_changed") or ()),
+    )
 
 
 gymnasium.register(ENV_ID, entry_point="repogym.gym:GymRepoEnv")

@@ -4,12 +4,18 @@ real repository to a graded submission."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.actions import ReadFile
+from repogym.actions import ReadFile, Submit, WriteFile
+from repogym.batch import Local
+from repogym.env import RepoEnv
+from repogym.errors import EnvError
+from repogym.task import load_task
 
 gymnasium = pytest.importorskip("gymnasium", reason="pip install -e '.[dev]' installs it")
 repogym_gym = pytest.importorskip("repogym.gym")
@@ -52,3 +58,82 @@ def test_dict_actions_solve_the_example(repo: Path) -> None:
         assert info["result"].passed
     finally:
         env.close()
+
+
+class _Recording:
+    """The local executor, noting the jobs it is given."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def run(self, jobs: list[Any]) -> Iterator[dict[str, Any]]:
+        self.ids += [job.id for job in jobs]
+        yield from Local(2).run(jobs)
+
+
+def _edits(number: int) -> list[Any]:
+    """What the agent of env ``number`` does before it submits: the fix, nothing, the
+    fix and an edit of a protected test (a gate that fails)."""
+    fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
+    return [
+        [WriteFile("src/slugify/core.py", fixed)],
+        [],
+        [WriteFile("src/slugify/core.py", fixed), WriteFile("tests/test_more.py", "x = 1\n")],
+    ][number]
+
+
+def test_a_vector_grades_its_submits_together_as_each_env_alone(repo: Path) -> None:
+    task_file = repo.parent / "task.yml"
+    task_file.write_text((EXAMPLES / "bugfix/repo/.repogym.yml").read_text())
+    arguments: list[dict[str, Any]] = [
+        {"repo": repo, "base": "main"},
+        {"repo": repo, "base": "main", "task": load_task(task_file)},
+        {"repo": repo, "base": "main", "task": task_file},
+    ]
+    alone = []
+    for number, given in enumerate(arguments):
+        with RepoEnv(**given) as env:
+            env.reset()
+            for action in _edits(number):
+                env.step(action)
+            alone.append(env.step(Submit()))
+    executor = _Recording()
+    envs = repogym_gym.VectorRepoEnv(arguments, executor=executor)  # type: ignore[arg-type]
+    try:
+        envs.reset()
+        for round_ in range(2):
+            steps = [
+                _edits(n)[round_] if round_ < len(_edits(n)) else ReadFile("README.md")
+                for n in range(3)
+            ]
+            envs.step(steps)
+        observations, rewards, terminated, truncated, infos = envs.step([Submit()] * 3)
+        assert sorted(executor.ids) == ["0", "1", "2"]  # one batch, every env a job
+        assert list(rewards) == [step[1] for step in alone]
+        assert list(terminated) == [True] * 3 and not truncated.any()
+        for number, step in enumerate(alone):
+            together = infos["result"][number]
+            assert together.summary() == step[4]["result"].summary()
+            assert observations["output"][number] == repogym_gym._text(step[0]["output"])
+            scores = {c.name: (c.score, c.passed) for c in together.components}
+            assert scores == {c.name: (c.score, c.passed) for c in step[4]["result"].components}
+            assert together.patch == step[4]["result"].patch
+        assert list(rewards)[:1] == [1.0] and rewards[1] < 1.0 and rewards[2] == 0.0
+        # The next step starts new episodes (Gymnasium's next-step autoreset).
+        observations, rewards, terminated, _, _ = envs.step([Submit()] * 3)
+        assert list(rewards) == [0.0] * 3 and not terminated.any()
+        assert observations["output"][0].startswith("A fresh checkout of main")
+    finally:
+        envs.close()
+
+
+def test_a_vector_says_what_is_wrong_with_its_arguments(repo: Path) -> None:
+    with pytest.raises(TypeError, match=r"^VectorRepoEnv takes a non-empty list of RepoEnv"):
+        repogym_gym.VectorRepoEnv({"repo": repo, "base": "main"})  # type: ignore[arg-type]
+    envs = repogym_gym.VectorRepoEnv([{"repo": repo, "base": "main"}], executor=Local(1))
+    try:
+        envs.reset()
+        with pytest.raises(EnvError, match=r"one action per environment: 1, not 2$"):
+            envs.step([Submit(), Submit()])
+    finally:
+        envs.close()

@@ -173,7 +173,7 @@ class ContainerRunner:
 
     def add(self, tree: Path, paths: Sequence[str]) -> None:
         """The grader wrote ``paths`` (relative) into the host's ``tree`` after a command
-        used it (hidden tests after a networked setup, RepoEnv's WriteFile): copy them
+        used it (hidden tests after a networked setup): copy them
         into the tree's volume too. Through the keeper, whose root file system is
         read-only: a link a command planted on the way cannot take them out of the
         volume."""

@@ -103,6 +103,7 @@ def parse_task(text: bytes | str, source: str = TASK_FILE) -> Task:
         raise TaskError(*problems)
     task._source = source
     task._sha256 = hashlib.sha256(raw).hexdigest()
+    task._raw = raw
     for index, grader in enumerate(task.grading.graders):
         grader._line = positions.get(("grading", "graders", str(index)), 0)
     return task

@@ -319,6 +319,7 @@ class Task(_Section):
 
     _source: str = PrivateAttr(default=TASK_FILE)
     _sha256: str = PrivateAttr(default="")
+    _raw: bytes = PrivateAttr(default=b"")
 
     @property
     def source(self) -> str:
@@ -329,6 +330,12 @@ class Task(_Section):
     def sha256(self) -> str:
         """sha256 of the task file's bytes, recorded in every report."""
         return self._sha256
+
+    @property
+    def raw(self) -> bytes:
+        """The task file's bytes as they were read (``b""`` for a task built in code):
+        what a grade elsewhere reads to have the same task (issue 23)."""
+        return self._raw
 
     @property
     def digest(self) -> str:
