@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,28 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from repogym.batch.cluster import Ray
-from repogym.batch.jobs import Job, grade_job, job_of, read_jobs
-from repogym.batch.local import run_local
+from repogym.batch.jobs import Job, job_of, read_jobs
+from repogym.batch.local import Local
 from repogym.errors import UsageError
 
 __all__ = ["Local", "Ray", "Summary", "finished_ids", "grade_many", "grade_many_async", "run_batch"]
-
-
-@dataclass(frozen=True, slots=True)
-class Local:
-    """Grade on this machine: ``workers`` processes (default: the cores); 1 grades the
-    jobs one after another in this process."""
-
-    workers: int | None = None
-
-    def run(self, jobs: list[Job]) -> Generator[dict[str, Any], None, None]:
-        count = self.workers or os.cpu_count() or 1
-        if count == 1:
-            for job in jobs:
-                yield grade_job(job)
-            return
-        with tempfile.TemporaryDirectory(prefix="repogym-batch-") as locks:
-            yield from run_local(jobs, count, Path(locks))
 
 
 Executor = Local | Ray
