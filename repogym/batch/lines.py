@@ -1,7 +1,8 @@
 """What every line file of the batch commands shares (issue 23): a job file's lines
-(:mod:`repogym.batch.jobs`, submissions to grade) and a tasks file's (:mod:`repogym.batch.
-validations`, tasks to validate) are both one JSON object a line naming ``repo``, ``base``,
-optionally ``task``, ``hidden`` and ``id``, with relative paths from the file's directory.
+(:mod:`repogym.batch.jobs`, submissions to grade) and a tasks file's
+(:mod:`repogym.batch.validations`, tasks to validate) are both one JSON object a line
+naming ``repo``, ``base``, optionally ``task``, ``hidden`` and ``id``, with relative paths
+from the file's directory.
 
 A line read is a work item (:class:`Work`) an executor runs wherever it runs (a local
 worker, a Ray task): its id, whether it may time a benchmark (then it runs alone), the
