@@ -20,6 +20,7 @@ from repogym.batch.many import (
     grade_many_async,
     run_batch,
     run_many,
+    validate_many,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "grade_many_async",
     "run_batch",
     "run_many",
+    "validate_many",
 ]

@@ -24,6 +24,7 @@ from repogym.batch.cluster import Ray
 from repogym.batch.jobs import Job
 from repogym.batch.lines import LineT, check_ids, line_of, read_lines
 from repogym.batch.local import Local
+from repogym.batch.validations import ValidationJob
 from repogym.errors import UsageError
 
 Executor = Local | Ray
@@ -40,6 +41,18 @@ def grade_many(
     report, ``id`` and ``timings``) as the job ends. A job that cannot be graded yields
     an error report; closing the iterator stops what runs."""
     yield from _many(Job, jobs, executor, root)
+
+
+def validate_many(
+    tasks: Iterable[ValidationJob | Mapping[str, Any]],
+    *,
+    executor: Executor | None = None,
+    root: str | os.PathLike[str] = ".",
+) -> Generator[dict[str, Any], None, None]:
+    """Validate ``tasks`` (objects with a tasks file line's keys, docs/batch.md) as
+    :func:`grade_many` grades jobs; each task's line (``id``, ``valid``, ``findings``,
+    ``timings``) as its validation ends."""
+    yield from _many(ValidationJob, tasks, executor, root)
 
 
 def _many(
