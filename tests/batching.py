@@ -53,6 +53,36 @@ def make_jobs(root: Path) -> Path:
     return root / "jobs.jsonl"
 
 
+PERF_TASK = """\
+version: 1
+type: perf
+perf:
+  command: python -c "sum(range(10**6))"
+  runs: 2
+  warmup: 0
+  min_speedup: 2
+"""
+
+
+def make_perf_repo(repo: Path) -> Path:
+    """A repository whose task times a quick benchmark, on ``main``."""
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / ".repogym.yml").write_text(PERF_TASK)
+    (repo / "work.py").write_text("pass\n")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "base")
+    return repo
+
+
+def assert_alone(spans: dict[str, tuple[float, float]], alone: str) -> None:
+    """``alone``'s span (start, end, seconds since the epoch) overlaps no other."""
+    start, end = spans.pop(alone)
+    slack = 0.002  # the timings are rounded to the millisecond
+    for other, (begins, ends) in spans.items():
+        assert ends <= start + slack or begins >= end - slack, f"{other} ran beside {alone}"
+
+
 def make_tasks(root: Path) -> Path:
     """A tasks file over the bugfix example: the task with its solution as a ref and as a
     patch (valid), the task at a base where its targets already pass and a task file

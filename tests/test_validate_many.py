@@ -14,7 +14,14 @@ from repogym._demo import build_example_repo
 from repogym.batch import Local, validate_many
 from repogym.batch.lines import line_of
 from repogym.batch.validations import ValidationJob
-from tests.batching import comparable, lines_of, make_tasks, run_repogym
+from tests.batching import (
+    assert_alone,
+    comparable,
+    lines_of,
+    make_perf_repo,
+    make_tasks,
+    run_repogym,
+)
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +168,22 @@ def test_validate_many_from_python_and_a_perf_task_is_run_alone(tmp_path: Path) 
     assert lines["bugfix"]["valid"] is True
     assert lines["2"]["valid"] is False and problems(lines["2"])
     assert lines["3"]["error"]["message"] == "line 3: a task is a JSON object, not a list"
+
+
+def test_a_perf_task_is_validated_alone(tmp_path: Path) -> None:
+    """Its benchmark, timed for the empty submission, never runs beside other work."""
+    make_perf_repo(tmp_path / "perf")
+    build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    lines = [{"repo": "bugfix", "base": "main", "id": f"b{n}"} for n in range(3)]
+    lines.insert(1, {"repo": "perf", "base": "main", "id": "perf"})
+    tasks, output = tmp_path / "tasks.jsonl", tmp_path / "out.jsonl"
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = run_repogym("validate", "--tasks", tasks, "-o", output, "--jobs", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    by_id = lines_of(output)
+    assert "the empty submission scores 0" in by_id["perf"]["findings"][-1]["text"]
+    spans = {
+        i: (line["timings"]["started_at"], line["timings"]["started_at"] + line["timings"]["total"])
+        for i, line in by_id.items()
+    }
+    assert_alone(spans, "perf")
