@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     _grade_options(commands.add_parser("grade", help="grade the work tree against a base branch"))
     _validate_options(
         commands.add_parser(
-            "validate", help="check that a task is sound: static checks, empty submission, solution"
+            "validate",
+            help="check that a task (or each of a file's, --tasks) is sound: static checks, "
+            "empty submission, solution",
         )
     )
     _metrics_options(
@@ -134,11 +136,12 @@ def _validate_options(parser: argparse.ArgumentParser) -> None:
         help="a reference solution: a branch, tag or commit, or a patch file to apply to REF",
     )
     parser.add_argument(
-        "--repeat", metavar="N", type=int, default=1, help="grade the solution N times (flakiness)"
+        "--repeat", metavar="N", type=int, help="grade the solution N times (flakiness)"
     )
     parser.add_argument(
-        "-C", dest="directory", metavar="DIR", type=Path, default=Path(), help="the repository"
+        "-C", dest="directory", metavar="DIR", type=Path, help="the repository (default: here)"
     )
+    _batch.add_validate_options(parser)
 
 
 def _metrics_options(parser: argparse.ArgumentParser) -> None:
@@ -287,18 +290,26 @@ def _output_paths(args: argparse.Namespace, tree: Path) -> list[tuple[str, str]]
 
 
 def _validate(args: argparse.Namespace) -> int:
-    if args.repeat < 1:
-        raise UsageError(f"repogym validate: --repeat must be at least 1, not {args.repeat}")
-    if args.solution is None and args.repeat > 1:
+    if args.tasks is not None:
+        return _batch.run_validations(args)
+    _batch.check_no_run_options(args)
+    return _validate_one(args)
+
+
+def _validate_one(args: argparse.Namespace) -> int:
+    repeat = 1 if args.repeat is None else args.repeat
+    if repeat < 1:
+        raise UsageError(f"repogym validate: --repeat must be at least 1, not {repeat}")
+    if args.solution is None and repeat > 1:
         raise UsageError("repogym validate: --repeat needs --solution")
-    repo = _git.toplevel(args.directory.resolve())
+    repo = _git.toplevel((args.directory or Path()).resolve())
     ref = args.base or default_base(repo)
     result = validate(
         repo,
         base=ref,
         task=args.task,
         solution=args.solution,
-        repeat=args.repeat,
+        repeat=repeat,
         hidden=args.hidden,
     )
     for ok, text in result.findings:

@@ -54,9 +54,12 @@ def validate(
     solution: str | None = None,
     repeat: int = 1,
     hidden: str | os.PathLike[str] | None = None,
+    solution_named: str | None = None,
 ) -> Validation:
     """Check ``task`` (by default ``.repogym.yml`` at ``base``) against the commit ``base``
-    of ``repo``, and a reference solution; ``hidden`` as for :func:`repogym.grade`."""
+    of ``repo``, and a reference solution; ``hidden`` as for :func:`repogym.grade`.
+    ``solution_named`` is how messages name the solution (default ``--solution
+    SOLUTION``; a tasks file's line names its key)."""
     result = Validation()
     sha = _git.resolve_commit(repo, base)
     loaded = load_task(task, repo=repo, commit=sha, ref=base)
@@ -74,7 +77,8 @@ def validate(
         _check_empty(result, graded)
         _check_base(result, loaded, graded)
         if solution is not None:
-            tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution")
+            named = solution_named or f"--solution {solution}"
+            tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution", named)
             threshold = loaded.grading.pass_threshold
             _check_solution(
                 result,
@@ -275,7 +279,7 @@ def _base_summary(task: Task, details: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
+def _solution_tree(repo: Path, sha: str, solution: str, dest: Path, named: str) -> Path:
     tree = clone_at(repo, sha, dest)
     patch = Path(solution)
     if patch.is_file():
@@ -283,21 +287,18 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path) -> Path:
             _git.git(["apply", "--whitespace=nowarn", str(patch.resolve())], tree)
         except WorkspaceError as error:
             raise WorkspaceError(
-                f"--solution {solution}: the patch does not apply at the base ({error})"
+                f"{named}: the patch does not apply at the base ({error})"
             ) from None
         return tree
     if patch.exists():  # a directory, a FIFO: neither a patch nor a ref
-        raise WorkspaceError(
-            f"--solution {solution}: not a regular file; pass a patch file or a commit"
-        )
+        raise WorkspaceError(f"{named}: not a regular file; pass a patch file or a commit")
     try:
         target = _git.resolve_commit(repo, solution)
     except UnknownRef:
         looks_like_file = "/" in solution or solution.endswith((".patch", ".diff"))
         hint = "no such patch file, and no commit" if looks_like_file else "no commit"
         raise WorkspaceError(
-            f"--solution {solution}: {hint} of that name; pass an existing patch file or a "
-            "branch, tag or sha"
+            f"{named}: {hint} of that name; pass an existing patch file or a branch, tag or sha"
         ) from None
     _git.git(["checkout", "--quiet", "--detach", target], tree)
     return tree

@@ -1,6 +1,6 @@
-"""What the batch tests share (issue 23): a job file over the bugfix example, the
-command run as a process and its output read, a job whose test waits on a FIFO, and the
-processes that hold one."""
+"""What the batch tests share (issue 23): a job file over the bugfix example, a tasks
+file for ``repogym validate --tasks``, the command run as a process and its output read,
+a job whose test waits on a FIFO, and the processes that hold one."""
 
 from __future__ import annotations
 
@@ -113,13 +113,71 @@ def twenty_jobs(root: Path, *, node: bool = True) -> Path:
     return root / "jobs.jsonl"
 
 
-def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "repogym", "batch", *map(str, args)],
+PERF_TASK = """\
+version: 1
+type: perf
+perf:
+  command: python -c "sum(range(10**6))"
+  runs: 2
+  warmup: 0
+  min_speedup: 2
+"""
+
+
+def make_perf_repo(repo: Path) -> Path:
+    """A repository whose task times a quick benchmark, on ``main``."""
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / ".repogym.yml").write_text(PERF_TASK)
+    (repo / "work.py").write_text("pass\n")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "base")
+    return repo
+
+
+def assert_alone(spans: dict[str, tuple[float, float]], alone: str) -> None:
+    """``alone``'s span (start, end, seconds since the epoch) overlaps no other."""
+    start, end = spans.pop(alone)
+    slack = 0.002  # the timings are rounded to the millisecond
+    for other, (begins, ends) in spans.items():
+        assert ends <= start + slack or begins >= end - slack, f"{other} ran beside {alone}"
+
+
+def make_tasks(root: Path) -> Path:
+    """A tasks file over the bugfix example: the task with its solution as a ref and as a
+    patch (valid), the task at a base where its targets already pass and a task file
+    whose id names no file (invalid), and four lines that cannot be validated."""
+    repo = build_example_repo("bugfix", root / "bugfix", solution=True)
+    (root / "fix.patch").write_text(git(repo, "diff", "main", "submission"))
+    task = (repo / ".repogym.yml").read_text()
+    typo = task.replace("test_slugify.py::test_ascii", "test_slugfy.py::test_ascii")
+    (root / "typo.yml").write_text(typo)
+    lines = [
+        {"repo": "bugfix", "base": "main", "solution": "submission", "id": "ref"},
+        {"repo": "bugfix", "base": "main", "solution": "fix.patch", "id": "patch"},
+        {"repo": "bugfix", "base": "submission", "id": "fixed at the base"},
+        {"repo": "bugfix", "base": "main", "task": "typo.yml", "id": "typo"},
+        {"repo": "bugfix", "base": "no-such-ref", "id": "no base"},
+        {"repo": "bugfix", "base": "main", "solution": "no-such.patch", "id": "no patch"},
+        {"repo": "bugfix", "base": "main", "repeat": 3, "id": "repeat alone"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines) + "not json\n"
+    (root / "tasks.jsonl").write_text(text)
+    return root / "tasks.jsonl"
+
+
+def run_repogym(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``repogym ARGS...`` as a process."""
+    return subprocess.run(
+        [sys.executable, "-m", "repogym", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=BACKSTOP,
     )
+
+
+def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
+    done = run_repogym("batch", *args)
     assert not check or done.returncode in (0, 1), done.stdout + done.stderr
     return done
 

@@ -20,12 +20,13 @@ import repogym
 from repogym._demo import build_example_repo
 from repogym.batch import Local
 from tests.batching import (
+    assert_alone,
     blocking_jobs,
     comparable,
     fifo_path,
-    git,
     kill_the_worker_of_the_slow_job,
     lines_of,
+    make_perf_repo,
     readers,
     release,
     run_batch,
@@ -169,26 +170,9 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
         assert set(lines_of(output)) <= {"quick"}
 
 
-PERF_TASK = """\
-version: 1
-type: perf
-perf:
-  command: python -c "sum(range(10**6))"
-  runs: 2
-  warmup: 0
-  min_speedup: 2
-"""
-
-
 def test_a_perf_job_runs_alone(tmp_path: Path) -> None:
     """A job that times a benchmark never runs beside another: its time is its own."""
-    perf = tmp_path / "perf"
-    perf.mkdir()
-    git(perf, "init", "--quiet", "--initial-branch=main")
-    (perf / ".repogym.yml").write_text(PERF_TASK)
-    (perf / "work.py").write_text("pass\n")
-    git(perf, "add", "--all")
-    git(perf, "commit", "--quiet", "-m", "base")
+    make_perf_repo(tmp_path / "perf")
     build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
     jobs = [
         {"repo": "bugfix", "base": "main", "ref": "submission", "id": f"b{n}"} for n in range(3)
@@ -202,10 +186,7 @@ def test_a_perf_job_runs_alone(tmp_path: Path) -> None:
         for i, line in lines_of(tmp_path / "out.jsonl").items()
     }
     assert "error" not in lines_of(tmp_path / "out.jsonl")["perf"]
-    start, end = spans.pop("perf")
-    slack = 0.002  # the timings are rounded to the millisecond
-    for other, (begins, ends) in spans.items():
-        assert ends <= start + slack or begins >= end - slack, f"{other} ran beside the perf job"
+    assert_alone(spans, "perf")
 
 
 def test_grade_many_yields_each_line_and_has_an_async_form(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""``repogym batch --ray`` and ``grade_many(executor=Ray())`` (issue 23) on real Ray: an
-in-process ``ray.init`` and a head started with ``ray start``, both bound to 127.0.0.1
-(nothing may leave this machine); the same reports as one local worker; a Ray worker
-killed mid-job, its job retried once and said so."""
+"""``repogym batch --ray``, ``grade_many(executor=Ray())`` and ``validate_many(executor=
+Ray())`` (issue 23) on real Ray: an in-process ``ray.init`` and a head started with ``ray
+start``, both bound to 127.0.0.1 (nothing may leave this machine); the same reports (and
+validations) as one local worker; a Ray worker killed mid-job, its job retried once and
+said so."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from pathlib import Path
 import pytest
 
 import repogym
-from repogym.batch import Ray
+from repogym.batch import Local, Ray
 from tests.batching import (
     blocking_jobs,
     comparable,
     fifo_path,
     kill_the_worker_of_the_slow_job,
     lines_of,
+    make_tasks,
     run_batch,
 )
 from tests.waiting import BACKSTOP
@@ -52,6 +54,26 @@ def test_grade_many_on_ray_in_process_gives_the_local_reports(twenty: tuple[Path
     finally:
         ray.shutdown()
     assert on_ray == local
+
+
+def test_validate_many_on_ray_in_process_gives_the_local_lines(tmp_path: Path) -> None:
+    tasks = _jobs(make_tasks(tmp_path))
+    local = {
+        line["id"]: line
+        for line in repogym.batch.validate_many(tasks, executor=Local(1), root=tmp_path)
+    }
+    ray.init(num_cpus=2, _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False)
+    try:
+        on_ray = {
+            line["id"]: line
+            for line in repogym.batch.validate_many(tasks, executor=Ray(), root=tmp_path)
+        }
+    finally:
+        ray.shutdown()
+    assert {i for i, line in on_ray.items() if line["valid"]} == {"ref", "patch"}
+    assert {i: comparable(v) for i, v in on_ray.items()} == {
+        i: comparable(v) for i, v in local.items()
+    }
 
 
 def _free_port() -> int:

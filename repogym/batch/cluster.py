@@ -1,5 +1,6 @@
 """The Ray executor of a batch (issue 23): each job a Ray task on a cluster, the engine
-the field already runs its rollouts on, rather than one of repogym's own.
+the field already runs its rollouts on, rather than one of repogym's own. A job is any
+work item (:class:`repogym.batch.lines.Work`): a submission to grade, a task to validate.
 
 - **Where.** ``address`` as ``ray.init`` takes it: ``auto`` (the cluster this machine is
   part of), ``HOST:PORT`` or ``ray://HOST:PORT``; None uses the Ray this process already
@@ -25,14 +26,13 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.batch.jobs import Job, grade_job
+from repogym.batch.lines import Work
 from repogym.errors import UsageError
-from repogym.report import error_report
 from repogym.sandbox.process import signals_interrupt
 
 LOOPBACK = "127.0.0.1"
@@ -49,20 +49,20 @@ def _ray() -> Any:
     return ray
 
 
-def _on_node(job: Job) -> dict[str, Any]:
+def _on_node(job: Work) -> dict[str, Any]:
     """A job in a Ray worker: SIGTERM (a cancel) stops its grade as it stops one run
     from the command line."""
     with signals_interrupt():
-        return grade_job(job)
+        return job.run()
 
 
 @dataclass(frozen=True, slots=True)
 class Ray:
-    """Grade on a Ray cluster: see the module."""
+    """Run on a Ray cluster: see the module."""
 
     address: str | None = None
 
-    def run(self, jobs: list[Job]) -> Generator[dict[str, Any], None, None]:
+    def run(self, jobs: Sequence[Work]) -> Generator[dict[str, Any], None, None]:
         ray = _ray()
         if not ray.is_initialized():
             options: dict[str, Any] = {"address": self.address} if self.address else {}
@@ -78,9 +78,9 @@ class Ray:
         task = remote.options(max_retries=0, num_cpus=1)
         perf = remote.options(max_retries=0, num_cpus=largest)
         tries: dict[str, int] = {}
-        running: dict[Any, Job] = {}
+        running: dict[Any, Work] = {}
 
-        def submit(job: Job) -> None:
+        def submit(job: Work) -> None:
             tries[job.id] = tries.get(job.id, 0) + 1
             running[(perf if job.perf else task).remote(job)] = job
 
@@ -118,7 +118,7 @@ def _driver_ip(address: str | None) -> str | None:
     return LOOPBACK if host in ("localhost", "::1") or host.startswith("127.") else None
 
 
-def _result(ray: Any, ref: Any, job: Job, tries: dict[str, int]) -> dict[str, Any] | None:
+def _result(ray: Any, ref: Any, job: Work, tries: dict[str, int]) -> dict[str, Any] | None:
     """The line of a finished task; None when its worker was lost and it is to be
     tried again."""
     lost = (
@@ -132,13 +132,10 @@ def _result(ray: Any, ref: Any, job: Job, tries: dict[str, int]) -> dict[str, An
     except lost as error:
         if tries[job.id] < 2:
             return None
-        report = error_report(
-            "internal", f"the Ray worker grading this job was lost twice: {error}"
-        )
-        return {"id": job.id, **report, "retried": True}
+        message = f"the Ray worker running this job was lost twice: {error}"
+        return {**job.error_line(message), "retried": True}
     except ray.exceptions.RayError as error:
-        report = error_report("internal", f"the Ray task failed: {type(error).__name__}")
-        return {"id": job.id, **report}
+        return job.error_line(f"the Ray task failed: {type(error).__name__}")
     if tries[job.id] > 1:
         line["retried"] = True
     return line

@@ -1,10 +1,13 @@
-"""``repogym batch JOBS.jsonl --output REPORTS.jsonl [--jobs N | --ray ADDRESS] [--resume]``:
-its options, its progress (a live bar on a terminal, a plain line at most every
-``LOG_EVERY`` seconds in a log) and the summary table it ends with.
+"""``repogym batch JOBS.jsonl --output REPORTS.jsonl [--jobs N | --ray ADDRESS] [--resume]``
+and ``repogym validate --tasks TASKS.jsonl --output RESULTS.jsonl [--jobs N | --ray
+ADDRESS] [--resume]``: their options, their progress (a live bar on a terminal, a plain
+line at most every ``LOG_EVERY`` seconds in a log) and the summary table they end with.
 
-Exit codes: 0 every job has its line and none is an error report; 1 some job's line is
-one (a bad line, a patch that does not apply, a crash); 2 a usage error (no job file, an
-output that already holds lines without ``--resume``, two jobs with one id).
+Exit codes of ``batch``: 0 every job has its line and none is an error report; 1 some
+job's line is one (a bad line, a patch that does not apply, a crash). Of ``validate
+--tasks``: 0 every task valid; 1 some task invalid or its line an error. Of both: 2 a
+usage error (no such file, an output that already holds lines without ``--resume``, two
+lines with one id).
 """
 
 from __future__ import annotations
@@ -13,14 +16,35 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from repogym.batch import Local, Ray, Summary, run_batch
+from repogym.batch.cluster import Ray
+from repogym.batch.jobs import Job
+from repogym.batch.lines import LineT
+from repogym.batch.local import Local
+from repogym.batch.many import Executor, Summary, run_many
+from repogym.batch.validations import ValidationJob
 from repogym.errors import ExitCode, UsageError
 
 LOG_EVERY = 10.0  # seconds between progress lines in a log
 _BAR = 30  # characters
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Words:
+    """How a command speaks of its lines and their verdicts."""
+
+    command: str
+    items: str  # what its lines are, in the plural
+    yes: str  # a line whose verdict is true
+    no: str  # one whose verdict is false
+    scored: bool  # whether its lines have a score
+
+
+BATCH = Words(command="repogym batch", items="jobs", yes="passed", no="failed", scored=True)
+VALIDATE = Words(command="repogym validate", items="tasks", yes="valid", no="invalid", scored=False)
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -29,40 +53,117 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--output", "-o", type=Path, required=True, metavar="REPORTS.jsonl",
         help="where each job's report goes, a line each, as it ends",
     )  # fmt: skip
+    add_run_options(parser, "job", "grade")
+
+
+def add_validate_options(parser: argparse.ArgumentParser) -> None:
+    """``repogym validate``'s options of many tasks."""
+    many = parser.add_argument_group(
+        "many tasks", "validate every task of a JSON Lines file instead (docs/batch.md)"
+    )
+    many.add_argument(
+        "--tasks", type=Path, metavar="TASKS.jsonl",
+        help="the tasks, one a line: repo, base and optionally task, hidden, solution, repeat, id",
+    )  # fmt: skip
+    many.add_argument(
+        "--output", "-o", type=Path, metavar="RESULTS.jsonl",
+        help="where each task's result goes, a line each, as it ends (needed with --tasks)",
+    )  # fmt: skip
+    add_run_options(many, "task", "validate")
+
+
+def add_run_options(parser: argparse._ActionsContainer, noun: str, verb: str) -> None:
+    """The options that say how the lines run: ``--jobs``, ``--ray``, ``--resume``."""
     parser.add_argument(
         "--jobs", "-j", type=int, dest="workers", metavar="N",
-        help="grade N jobs at once in worker processes (default: the cores)",
+        help=f"{verb} N {noun}s at once in worker processes (default: the cores)",
     )  # fmt: skip
     parser.add_argument(
         "--ray", metavar="ADDRESS",
-        help="run each job as a task of the Ray cluster at ADDRESS (`auto`: this machine's)",
+        help=f"run each {noun} as a task of the Ray cluster at ADDRESS (`auto`: this machine's)",
     )  # fmt: skip
     parser.add_argument(
         "--resume", action="store_true",
-        help="take up the batch that wrote --output: the jobs it finished are skipped",
+        help=f"take up the run that wrote --output: the {noun}s it finished are skipped",
     )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"repogym batch: --jobs must be at least 1, not {args.workers}")
-    if args.ray is not None and args.workers is not None:
-        raise UsageError("repogym batch: --jobs and --ray do not go together: choose one")
-    progress = _Progress(sys.stderr)
-    executor = Ray(args.ray) if args.ray is not None else Local(args.workers)
-    summary = run_batch(
-        args.jobs, args.output, executor=executor, resume=args.resume, told=progress.tell
+    """``repogym batch``."""
+    summary = _run_lines(Job, args.jobs, args, BATCH)
+    return ExitCode.FAILED if summary.errors else ExitCode.PASSED
+
+
+# validate's options of one task, and of many (--tasks), as (attribute, option).
+_ONE_TASK = (
+    ("base", "--base"),
+    ("task", "--task"),
+    ("hidden", "--hidden"),
+    ("solution", "--solution"),
+    ("repeat", "--repeat"),
+    ("directory", "-C"),
+)
+_MANY_TASKS = (("output", "--output"), ("workers", "--jobs"), ("ray", "--ray"))
+
+
+def run_validations(args: argparse.Namespace) -> int:
+    """``repogym validate --tasks``."""
+    given = [option for key, option in _ONE_TASK if getattr(args, key) is not None]
+    if given:
+        raise UsageError(
+            "repogym validate: --tasks takes each task's repo, base, task, hidden, solution "
+            f"and repeat from its line: drop {', '.join(given)}"
+        )
+    if args.output is None:
+        raise UsageError(
+            "repogym validate: --tasks needs --output RESULTS.jsonl, where each task's "
+            "result goes as it ends"
+        )
+    summary = _run_lines(ValidationJob, args.tasks, args, VALIDATE)
+    return ExitCode.FAILED if summary.errors or summary.failed else ExitCode.PASSED
+
+
+def check_no_run_options(args: argparse.Namespace) -> None:
+    """A UsageError when ``repogym validate`` of one task is given options of many."""
+    given = [option for key, option in _MANY_TASKS if getattr(args, key) is not None]
+    given += ["--resume"] if args.resume else []
+    if given:
+        raise UsageError(
+            f"repogym validate: {', '.join(given)} {'needs' if len(given) == 1 else 'need'} "
+            "--tasks TASKS.jsonl, a file of tasks to validate, one a line"
+        )
+
+
+def _run_lines(kind: type[LineT], file: Path, args: argparse.Namespace, words: Words) -> Summary:
+    progress = _Progress(sys.stderr, words)
+    summary = run_many(
+        kind,
+        file,
+        args.output,
+        executor=executor(args, words.command),
+        resume=args.resume,
+        told=progress.tell,
     )
     progress.end(summary)
-    print(summary_table(summary), end="")
-    return ExitCode.FAILED if summary.errors else ExitCode.PASSED
+    print(summary_table(summary, words), end="")
+    return summary
+
+
+def executor(args: argparse.Namespace, command: str) -> Executor:
+    """The executor ``--jobs`` or ``--ray`` asks for."""
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"{command}: --jobs must be at least 1, not {args.workers}")
+    if args.ray is not None and args.workers is not None:
+        raise UsageError(f"{command}: --jobs and --ray do not go together: choose one")
+    return Ray(args.ray) if args.ray is not None else Local(args.workers)
 
 
 class _Progress:
     """Told of the batch's start and of each line written."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, words: Words) -> None:
         self.stream = stream
+        self.words = words
         self.live = stream.isatty()
         self.last = 0.0
 
@@ -70,11 +171,12 @@ class _Progress:
         now = time.monotonic()
         if line is None:
             skipped = f", {summary.skipped} done before (--resume)" if summary.skipped else ""
-            self.stream.write(f"repogym batch: {summary.total} jobs{skipped}\n")
+            said = f"{self.words.command}: {summary.total} {self.words.items}{skipped}"
+            self.stream.write(said + "\n")
         elif self.live:
             self.stream.write("\r" + self._bar(summary, now))
         elif now - self.last >= LOG_EVERY or summary.done + summary.skipped == summary.total:
-            self.stream.write(f"repogym batch: {self._counts(summary, now)}\n")
+            self.stream.write(f"{self.words.command}: {self._counts(summary, now)}\n")
         else:
             return
         self.last = now
@@ -94,9 +196,9 @@ class _Progress:
         todo = s.total - s.skipped
         rate = s.done / (now - s.started) if s.done else 0.0
         eta = f", ETA {_duration((todo - s.done) / rate)}" if rate and s.done < todo else ""
-        return (
-            f"{s.done}/{todo} done ({s.passed} passed, {s.failed} failed, {s.errors} errors){eta}"
-        )
+        w = self.words
+        counts = f"{s.passed} {w.yes}, {s.failed} {w.no}, {s.errors} errors"
+        return f"{s.done}/{todo} done ({counts}){eta}"
 
 
 def _duration(seconds: float) -> str:
@@ -104,18 +206,20 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
 
 
-def summary_table(summary: Summary) -> str:
-    """The batch's totals, its mean score and its slowest jobs, as aligned text."""
+def summary_table(summary: Summary, words: Words = BATCH) -> str:
+    """The run's totals, its mean score (of a batch) and its slowest lines, as aligned
+    text."""
     mean = sum(summary.scores) / len(summary.scores) if summary.scores else 0.0
     rows = [
-        ("jobs", str(summary.total)),
+        (words.items, str(summary.total)),
         ("done before (--resume)", str(summary.skipped)),
-        ("passed", str(summary.passed)),
-        ("failed", str(summary.failed)),
+        (words.yes, str(summary.passed)),
+        (words.no, str(summary.failed)),
         ("errors", str(summary.errors)),
-        ("mean score", f"{mean:.3f}" if summary.scores else "-"),
-        ("wall time", _duration(time.monotonic() - summary.started)),
     ]
+    if words.scored:
+        rows.append(("mean score", f"{mean:.3f}" if summary.scores else "-"))
+    rows.append(("wall time", _duration(time.monotonic() - summary.started)))
     width = max(len(key) for key, _ in rows)
     text = "".join(f"{key:<{width}}  {value}\n" for key, value in rows)
     if summary.slowest:

@@ -1,5 +1,6 @@
 """The local executor of a batch (issue 23): worker processes on this machine, one job
-each at a time, ``--jobs N`` of them (default: the cores).
+each at a time, ``--jobs N`` of them (default: the cores). A job is any work item
+(:class:`repogym.batch.lines.Work`): a submission to grade, a task to validate.
 
 - **Perf jobs run alone.** A job that times a benchmark must not run beside other work,
   which would time it too. Each worker takes a lock on a file shared by the batch's
@@ -21,14 +22,15 @@ import fcntl
 import multiprocessing
 import os
 import signal
-from collections.abc import Generator, Iterable, Iterator
+import tempfile
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.batch.jobs import Job, grade_job
-from repogym.report import error_report
+from repogym.batch.lines import Work
 from repogym.sandbox.process import signals_interrupt
 
 _LOCKS: tuple[str, str] = ("", "")  # this worker's (turnstile, room), set by _start
@@ -42,10 +44,27 @@ def _start(locks: tuple[str, str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run(job: Job, perf: bool) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Local:
+    """Run on this machine: ``workers`` processes (default: the cores); 1 runs the jobs
+    one after another in this process."""
+
+    workers: int | None = None
+
+    def run(self, jobs: Sequence[Work]) -> Generator[dict[str, Any], None, None]:
+        count = self.workers or os.cpu_count() or 1
+        if count == 1:
+            for job in jobs:
+                yield job.run()
+            return
+        with tempfile.TemporaryDirectory(prefix="repogym-batch-") as locks:
+            yield from run_local(jobs, count, Path(locks))
+
+
+def _run(job: Work, perf: bool) -> dict[str, Any]:
     """One job in a worker, holding the room as its kind must."""
     with signals_interrupt(), _room(perf):
-        return grade_job(job)
+        return job.run()
 
 
 @contextlib.contextmanager
@@ -68,7 +87,7 @@ def _room(alone: bool) -> Iterator[None]:
             fcntl.flock(room, fcntl.LOCK_UN)
 
 
-def run_local(jobs: Iterable[Job], workers: int, locks_dir: Path) -> Iterator[dict[str, Any]]:
+def run_local(jobs: Iterable[Work], workers: int, locks_dir: Path) -> Iterator[dict[str, Any]]:
     """Grade ``jobs`` in ``workers`` processes; each line as its job ends (in the order
     they end). Closing the iterator stops the workers."""
     locks = (str(locks_dir / "turnstile.lock"), str(locks_dir / "room.lock"))
@@ -79,13 +98,13 @@ def run_local(jobs: Iterable[Job], workers: int, locks_dir: Path) -> Iterator[di
 
 
 def _one_pool(
-    pending: list[Job], workers: int, locks: tuple[str, str], tries: dict[str, int]
-) -> Generator[dict[str, Any], None, list[Job]]:
+    pending: list[Work], workers: int, locks: tuple[str, str], tries: dict[str, int]
+) -> Generator[dict[str, Any], None, list[Work]]:
     """Run ``pending`` in a pool until they are done or the pool breaks; the jobs left
     to run in the next one (those the broken pool may have been running)."""
     context = multiprocessing.get_context("forkserver")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(locks,))
-    running: dict[Future[dict[str, Any]], Job] = {}
+    running: dict[Future[dict[str, Any]], Work] = {}
     queue = list(pending)
     try:
         while queue or running:
@@ -107,15 +126,15 @@ def _one_pool(
     return []
 
 
-def _marked(job: Job, line: dict[str, Any], tries: dict[str, int]) -> dict[str, Any]:
+def _marked(job: Work, line: dict[str, Any], tries: dict[str, int]) -> dict[str, Any]:
     if tries[job.id] > 1:
         line["retried"] = True
     return line
 
 
 def _after_break(
-    running: dict[Future[dict[str, Any]], Job], tries: dict[str, int]
-) -> Generator[dict[str, Any], None, list[Job]]:
+    running: dict[Future[dict[str, Any]], Work], tries: dict[str, int]
+) -> Generator[dict[str, Any], None, list[Work]]:
     """A worker died: the lines of the jobs that finished, and the others that were
     running, to be tried again, once."""
     again = []
@@ -123,10 +142,8 @@ def _after_break(
         if future.done() and future.exception() is None:
             yield _marked(lost, future.result(), tries)
         elif tries[lost.id] >= 2:
-            report = error_report(
-                "internal", "the worker grading this job died twice (killed, or out of memory)"
-            )
-            yield {"id": lost.id, **report, "retried": True}
+            message = "the worker running this job died twice (killed, or out of memory)"
+            yield {**lost.error_line(message), "retried": True}
         else:
             again.append(lost)
     return again
