@@ -226,11 +226,14 @@ class Runner:
             if process is not None:
                 _reaper.kill_group(process.pid)
                 process.wait()  # at once if it exited; else it was just killed
-                _reaper.forget(process)
             if session.uid is None:
                 _reaper.kill_leftovers(marker)
             else:
                 session.kill()
+            if process is not None:
+                # Only now: until its leftovers are gone, a command that starts in
+                # another thread must not take them for the grader's own children.
+                _reaper.forget(process)
         deadline = time.monotonic() + OUTPUT_GRACE
         stdout.join(deadline)
         stderr.join(deadline)

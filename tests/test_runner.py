@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -73,6 +74,30 @@ def test_background_processes_and_daemons_do_not_outlive_the_command(tmp_path: P
     assert len(found) == 3
     assert [pid for pid in found if alive(pid)] == []
 
+
+
+def test_the_graders_own_children_outlive_a_command_and_its_daemons(tmp_path: Path) -> None:
+    """A process that grades in-process (a training loop, a batch's one worker) keeps
+    the children it started before (a pool's workers, multiprocessing's resource
+    tracker): only the command's leftovers are killed, one that cleared its environment
+    too."""
+    own = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+    try:
+        pids = tmp_path / "pids"
+        written = tmp_path / "written"
+        os.mkfifo(written)
+        command = (
+            f"exec 3<> {written}; "
+            f"setsid env -i sh -c 'echo $$ >> {pids}; echo >&3; exec sleep 300' & "
+            "read a <&3; exit 0"
+        )
+        assert Runner().run(command, tmp_path, timeout=30).exit_code == 0
+        [daemon] = [int(pid) for pid in pids.read_text().split()]
+        assert not alive(daemon)
+        assert alive(own.pid) and own.poll() is None
+    finally:
+        own.kill()
+        own.wait()
 
 class Interrupted(Exception):
     """Stands for the exception the CLI raises on a signal, wherever the program is."""

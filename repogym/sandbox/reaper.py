@@ -29,6 +29,10 @@ _KILL_ROUNDS = 1000  # of kill(-1) per clean-up: each one kills all there is, so
 # for a leftover.
 _lock = threading.Lock()
 _tracked: set[int] = set()  # pids of commands still running, which no sweep may kill
+_started: dict[int, int] = {}  # a tracked command's pid -> its start time (clock ticks)
+# The grader's own children (a pool's workers, a training loop's helpers), found as a
+# command starts: pid -> start time, so a reused pid is no longer spared.
+_spared: dict[int, int] = {}
 _hardened = False
 
 
@@ -53,16 +57,57 @@ def harden_grader() -> None:
 
 
 def start(args: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen(args, **options)``, tracked until :func:`forget`."""
+    """``subprocess.Popen(args, **options)``, tracked until :func:`forget`. The children
+    this process already has are its own and spared by every sweep (:func:`_spare`)."""
     with _lock:
+        _spare()
         process = subprocess.Popen(args, **options)
         _tracked.add(process.pid)
+        _started[process.pid] = _start_time(process.pid) or 0
     return process
 
 
 def forget(process: subprocess.Popen[bytes]) -> None:
     """``process`` has exited and was reaped: sweeps no longer need to spare its pid."""
     _tracked.discard(process.pid)
+    _started.pop(process.pid, None)
+
+
+def _spare() -> None:
+    """Remember this process's own children: those that started before every command
+    still running (a child that started after one may be its orphan, re-parented to us).
+    A process that grades in-process (``grade()`` from a training loop, a batch's one
+    worker) keeps the children it started before, its pool's workers and the resource
+    tracker of ``multiprocessing`` among them; one it starts while a command runs is
+    taken for a leftover."""
+    me = os.getpid()
+    oldest = min(_started.values(), default=None)
+    for process in _processes():
+        if process.parent != me or process.pid in _tracked or process.pid in _spared:
+            continue
+        began = _start_time(process.pid)
+        if began is None or (oldest is not None and began >= oldest):
+            continue
+        if not _carries(process.pid, f"{MARKER}=".encode(), prefix=True):
+            _spared[process.pid] = began
+
+
+def _is_spared(pid: int) -> bool:
+    began = _spared.get(pid)
+    if began is not None and began == _start_time(pid):
+        return True
+    _spared.pop(pid, None)  # gone, or its pid taken by another process
+    return False
+
+
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat``'s 22nd field,
+    counted after the command name, which may hold spaces and parentheses)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        return int(stat[stat.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def kill_group(pgid: int) -> None:
@@ -151,11 +196,16 @@ def kill_uid(uid: int, gid: int) -> None:
     raise RuntimeError(f"processes of uid {uid} still run after {_KILL_ROUNDS} rounds of kill")
 
 
-def _carries(pid: int, marker: bytes) -> bool:
+def _carries(pid: int, marker: bytes, *, prefix: bool = False) -> bool:
+    """Whether ``pid``'s environment holds ``marker`` (a variable, or with ``prefix`` one
+    that starts so: any run's)."""
     try:
-        return marker in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        variables = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return False
+    if prefix:
+        return any(v.startswith(marker) for v in variables)
+    return marker in variables
 
 
 def kill_leftovers(marker: str) -> None:
@@ -163,9 +213,10 @@ def kill_leftovers(marker: str) -> None:
     carry its marker, and orphans re-parented to us (a daemon may have cleared its
     environment).
 
-    Every child of ours that is not a command still running counts as left behind, so
-    a process that grades as its own user must not run other children meanwhile (a run
-    as a uid of its own needs :func:`kill_uid` alone).
+    Every child of ours that is neither a command still running nor one of our own
+    (:func:`_spare`) counts as left behind, so a process that grades as its own user
+    must not start other children while a command runs (a run as a uid of its own needs
+    :func:`kill_uid` alone).
     """
     if not Path("/proc").is_dir():
         return
@@ -178,7 +229,7 @@ def kill_leftovers(marker: str) -> None:
                 for p in _processes()
                 if p.pid != me
                 and p.pid not in _tracked
-                and (p.parent == me or _carries(p.pid, tag))
+                and ((p.parent == me and not _is_spared(p.pid)) or _carries(p.pid, tag))
             ]
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
