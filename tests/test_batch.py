@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -235,3 +237,53 @@ def test_the_jobs_of_one_base_share_its_runs_in_a_worker(tmp_path: Path) -> None
     assert lines["submission-2"]["components"][1]["details"]["baseline"]["runs"] == 2
     # The base's two runs, then one run of each job's submission.
     assert log.read_text().count("run\n") == 2 + len(jobs)
+
+
+def _three_jobs(root: Path) -> Path:
+    build_example_repo("bugfix", root / "bugfix", solution=True)
+    jobs = root / "jobs.jsonl"
+    jobs.write_text(
+        json.dumps({"repo": "bugfix", "base": "main", "ref": "submission"})
+        + "\n"
+        + json.dumps({"repo": "bugfix", "base": "main", "ref": "main"})
+        + "\nnot json\n"
+    )
+    return jobs
+
+
+COUNTS = r"\d/3 done \(\d passed, \d failed, \d errors\), [0-2] running(, ETA \d+s)?"
+END = "3/3 done (1 passed, 1 failed, 1 errors), 0 running"
+
+
+def test_progress_is_plain_lines_in_a_log(tmp_path: Path) -> None:
+    done = run_batch(_three_jobs(tmp_path), "-o", tmp_path / "out.jsonl", "-j", "2")
+    first, *middle, last = done.stderr.splitlines()
+    assert first == "repogym batch: 3 jobs"
+    assert all(re.fullmatch(f"repogym batch: {COUNTS}", line) for line in middle), middle
+    assert last == f"repogym batch: {END}"
+
+
+def test_progress_is_a_live_bar_on_a_terminal(tmp_path: Path) -> None:
+    jobs = _three_jobs(tmp_path)
+    leader, follower = pty.openpty()
+    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(tmp_path / "o")]
+    with subprocess.Popen(
+        [*command, "-j", "2"], stdout=subprocess.PIPE, stderr=follower, text=True
+    ) as batch:
+        os.close(follower)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the other end closed: the batch has ended
+                break
+            if not chunk:
+                break
+            said += chunk
+        batch.communicate(timeout=BACKSTOP)
+    os.close(leader)
+    text = said.decode().replace("\r\n", "\n")
+    start, *bars = text.split("\r")
+    assert start == "repogym batch: 3 jobs\n"
+    assert all(re.fullmatch(rf"\[[#.]{{30}}\] {COUNTS}\n?", bar) for bar in bars), bars
+    assert bars[-1] == f"[{'#' * 30}] {END}\n"

@@ -62,6 +62,14 @@ class Ray:
 
     address: str | None = None
 
+    def slots(self) -> int:
+        """How many jobs run at once: the cluster's CPUs once it is joined (a job takes
+        one), else 1."""
+        ray = _ray()
+        if not ray.is_initialized():
+            return 1
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
     def run(self, jobs: Sequence[Work]) -> Generator[dict[str, Any], None, None]:
         ray = _ray()
         if not ray.is_initialized():

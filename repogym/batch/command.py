@@ -198,7 +198,7 @@ class _Progress:
         eta = f", ETA {_duration((todo - s.done) / rate)}" if rate and s.done < todo else ""
         w = self.words
         counts = f"{s.passed} {w.yes}, {s.failed} {w.no}, {s.errors} errors"
-        return f"{s.done}/{todo} done ({counts}){eta}"
+        return f"{s.done}/{todo} done ({counts}), {s.running} running{eta}"
 
 
 def _duration(seconds: float) -> str:

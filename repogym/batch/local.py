@@ -51,8 +51,12 @@ class Local:
 
     workers: int | None = None
 
+    def slots(self) -> int:
+        """How many jobs run at once."""
+        return self.workers or os.cpu_count() or 1
+
     def run(self, jobs: Sequence[Work]) -> Generator[dict[str, Any], None, None]:
-        count = self.workers or os.cpu_count() or 1
+        count = self.slots()
         if count == 1:
             for job in jobs:
                 yield job.run()

@@ -110,10 +110,16 @@ class Summary:
     slowest: list[tuple[float, str]] = field(default_factory=list)  # (seconds, id)
     started: float = field(default_factory=time.monotonic)
     verdict: str = "passed"
+    slots: int = 1  # how many the executor runs at once
 
     @property
     def done(self) -> int:
         return self.passed + self.failed + self.errors
+
+    @property
+    def running(self) -> int:
+        """How many are running now: as many as the executor runs at once, or those left."""
+        return min(self.slots, self.total - self.skipped - self.done)
 
     def add(self, line: Mapping[str, Any]) -> None:
         if line.get("error") is not None:
@@ -189,19 +195,29 @@ def run_many(
     check_ids(items, file)
     done = finished_ids(output) if resume else set()
     todo = [item for item in items if item.id not in done]
-    summary = Summary(total=len(items), skipped=len(items) - len(todo), verdict=kind.verdict)
+    chosen = executor or Local()
+    summary = Summary(
+        total=len(items),
+        skipped=len(items) - len(todo),
+        verdict=kind.verdict,
+        slots=chosen.slots(),
+    )
     if told is not None:
         told(summary, None)
     fd = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        _write_lines((executor or Local()).run(todo), fd, summary, told)
+        _write_lines(chosen, chosen.run(todo), fd, summary, told)
     finally:
         os.close(fd)
     return summary
 
 
 def _write_lines(
-    lines: Generator[dict[str, Any], None, None], fd: int, summary: Summary, told: Told | None
+    executor: Executor,
+    lines: Generator[dict[str, Any], None, None],
+    fd: int,
+    summary: Summary,
+    told: Told | None,
 ) -> None:
     """Append each line to ``fd`` as it comes, whole, in one write; closing ``lines``
     (stopping what runs) however it ends."""
@@ -212,6 +228,7 @@ def _write_lines(
             )
             os.write(fd, data)  # one write: the line is whole or absent
             summary.add(line)
+            summary.slots = executor.slots()
             if told is not None:
                 told(summary, line)
     finally:
