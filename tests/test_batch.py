@@ -26,6 +26,7 @@ from tests.batching import (
     blocking_jobs,
     comparable,
     fifo_path,
+    git,
     kill_the_worker_of_the_slow_job,
     lines_of,
     make_perf_repo,
@@ -287,3 +288,40 @@ def test_progress_is_a_live_bar_on_a_terminal(tmp_path: Path) -> None:
     assert start == "repogym batch: 3 jobs\n"
     assert all(re.fullmatch(rf"\[[#.]{{30}}\] {COUNTS}\n?", bar) for bar in bars), bars
     assert bars[-1] == f"[{'#' * 30}] {END}\n"
+
+
+GRADER = """\
+from repogym.graders import Grader
+from repogym.models import GradeComponent
+
+
+class Mine(Grader):
+    name = "mine"
+
+    def grade(self, workspace):
+        return GradeComponent(name=self.name, score={score}, passed=True, messages=["{name}"])
+"""
+
+
+def test_each_job_is_graded_by_its_own_rubrics_custom_grader(tmp_path: Path) -> None:
+    """Two tasks with a custom grader of one module name (``tools.graders``): a worker
+    that imported the first's must not grade the second with it."""
+    for name, score in (("one", 1.0), ("two", 0.0)):
+        repo = build_example_repo("bugfix", tmp_path / name, solution=False)
+        (repo / "tools").mkdir()
+        (repo / "tools/__init__.py").write_text("")
+        (repo / "tools/graders.py").write_text(GRADER.format(score=score, name=name))
+        task = repo / ".repogym.yml"
+        task.write_text(task.read_text() + "grading:\n  graders: ['tools.graders:Mine']\n")
+        git(repo, "add", "--all")
+        git(repo, "commit", "--quiet", "-m", "a custom grader")
+    jobs = [
+        {"repo": name, "base": "submission", "ref": "submission", "id": name}
+        for name in ("one", "two")
+    ]
+    lines = {
+        line["id"]: line for line in repogym.grade_many(jobs, executor=Local(1), root=tmp_path)
+    }
+    for name, score in (("one", 1.0), ("two", 0.0)):
+        [mine] = [c for c in lines[name]["components"] if c["name"] == "mine"]
+        assert (mine["score"], mine["messages"]) == (score, [name]), lines[name]

@@ -66,6 +66,10 @@ def _inside(path: str | None, root: Path) -> bool:
     return bool(path) and Path(os.path.realpath(str(path))).is_relative_to(root.resolve())
 
 
+# The rubric trees custom graders were imported from in this process.
+_RUBRICS: set[Path] = set()
+
+
 @contextlib.contextmanager
 def _import_path(baseline: Path | None, submission: Path | None) -> Iterator[None]:
     """Search the baseline first; hide the submission's tree and the current directory."""
@@ -76,11 +80,21 @@ def _import_path(baseline: Path | None, submission: Path | None) -> Iterator[Non
         return Path(entry).is_absolute() and not (submission and _inside(entry, submission))
 
     sys.path[:] = ([str(baseline)] if baseline else []) + [p for p in saved if trusted(p)]
-    if submission:
-        # A module imported earlier from the submission must not be served from the cache.
-        for name, module in list(sys.modules.items()):
-            if _inside(getattr(module, "__file__", None), submission):
-                del sys.modules[name]
+    # Served from the cache, a module imported earlier from the submission, or from
+    # another grade's rubric (a batch worker grades the tasks of many bases, issue 23),
+    # would stand in for this rubric's own.
+    # (Modules of a rubric have their file under the sys.path entry given here; those
+    # of the submission are found wherever a link took them.)
+    others = tuple(f"{root}{os.sep}" for root in _RUBRICS if root != baseline)
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if (others and isinstance(file, str) and file.startswith(others)) or (
+            submission and _inside(file, submission)
+        ):
+            del sys.modules[name]
+    _RUBRICS.intersection_update({root for root in _RUBRICS if root.is_dir()})
+    if baseline is not None:
+        _RUBRICS.add(baseline)
     try:
         yield
     finally:
