@@ -325,3 +325,17 @@ def test_each_job_is_graded_by_its_own_rubrics_custom_grader(tmp_path: Path) -> 
     for name, score in (("one", 1.0), ("two", 0.0)):
         [mine] = [c for c in lines[name]["components"] if c["name"] == "mine"]
         assert (mine["score"], mine["messages"]) == (score, [name]), lines[name]
+
+
+def test_a_resume_cuts_off_the_line_a_kill_cut(tmp_path: Path) -> None:
+    """The killed run's last line, cut short, is no line: the resume drops it and runs
+    its job again, and every line of the output is whole."""
+    jobs = _three_jobs(tmp_path)
+    output = tmp_path / "out.jsonl"
+    earlier = '{"id": "1", "passed": true}\n'
+    output.write_text(earlier + '{"id": "2", "passed": tr')
+    done = run_batch(jobs, "--output", output, "--resume", "-j", "1", check=True)
+    assert "repogym batch: 3 jobs, 1 done before (--resume)" in done.stderr
+    text = output.read_text()
+    assert text.startswith(earlier) and text.endswith("\n")
+    assert [json.loads(line)["id"] for line in text.splitlines()] == ["1", "2", "3"]

@@ -137,6 +137,34 @@ class Summary:
             self.slowest = sorted([*self.slowest, (float(seconds), str(line.get("id")))])[-5:]
 
 
+def _drop_cut_line(output: Path) -> None:
+    """Cut off what a killed run left of its last line (a line without its end), so that
+    the next line written starts on a line of its own."""
+    if not output.exists():
+        return
+    with output.open("rb+") as file:
+        size = file.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:
+            file.seek(max(0, end - 65536))
+            block = file.read(end - max(0, end - 65536))
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                end = max(0, end - len(block)) + newline + 1
+                break
+            end = max(0, end - len(block))
+        if end != size:
+            file.truncate(end)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Append ``data`` (one line): a single write in all but a full disk's case, where
+    what is left is written after what went."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def finished_ids(output: Path) -> set[str]:
     """The ids of the lines ``output`` holds whole (a line cut by a crash is not one)."""
     ids: set[str] = set()
@@ -193,7 +221,10 @@ def run_many(
         )
     items = list(read_lines(kind, file))
     check_ids(items, file)
-    done = finished_ids(output) if resume else set()
+    done = set()
+    if resume:
+        _drop_cut_line(output)
+        done = finished_ids(output)
     todo = [item for item in items if item.id not in done]
     chosen = executor or Local()
     summary = Summary(
@@ -226,7 +257,7 @@ def _write_lines(
             data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode(
                 "utf-8", "surrogateescape"
             )
-            os.write(fd, data)  # one write: the line is whole or absent
+            _write_all(fd, data)
             summary.add(line)
             summary.slots = executor.slots()
             if told is not None:
