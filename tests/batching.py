@@ -270,10 +270,12 @@ def kill_the_worker_of_the_slow_job(
     output: Path,
     fifo: Path,
     is_worker: Callable[[int, int], bool],
+    sent: signal.Signals = signal.SIGKILL,
 ) -> tuple[int, str]:
     """Run the batch of :func:`blocking_jobs` with ``options``; once the slow job's test
     runs, SIGKILL the process up from it that grades it (``is_worker(pid, batch's pid)``),
-    let the first try's test end, then the second's; the batch's exit code and output."""
+    let the first try's test end, then the second's; the batch's exit code and output.
+    ``sent`` is the signal (SIGTERM: the worker alone is stopped, not the batch)."""
     command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output), *options]
     batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -282,7 +284,7 @@ def kill_the_worker_of_the_slow_job(
         worker = test
         while not is_worker(worker, batch.pid):
             worker = status(worker, "PPid:")
-        os.kill(worker, signal.SIGKILL)
+        os.kill(worker, sent)
         reader = os.pidfd_open(test)
         os.close(held)  # the first try's test reads the end, and exits
         select.select([reader], [], [], BACKSTOP)

@@ -173,6 +173,81 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
         assert set(lines_of(output)) <= {"quick"}
 
 
+def test_ctrl_c_stops_a_batch_whose_other_worker_is_idle(tmp_path: Path, fifo: Path) -> None:
+    """One job, two workers: the other waits for work on the pool's queue, where a
+    SIGTERM must not leave the queue locked for the busy one (the batch would hang)."""
+    jobs = blocking_jobs(tmp_path, fifo)
+    jobs.write_text(jobs.read_text().splitlines()[0] + "\n")  # the slow job alone
+    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(tmp_path / "o")]
+    batch = subprocess.Popen(
+        [*command, "-j", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
+        batch.send_signal(signal.SIGINT)
+        _, err = batch.communicate(timeout=BACKSTOP)
+        assert [pid for pid in readers(fifo) if pid != os.getpid()] == []
+        os.close(held)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    assert batch.returncode == 130, err
+    assert lines_of(tmp_path / "o") == {}
+
+
+def test_a_worker_stopped_alone_has_its_job_tried_again(tmp_path: Path, fifo: Path) -> None:
+    """A SIGTERM to one worker (not to the batch) ends its job's grade as a Ctrl-C
+    would: that job is tried once more, and the batch goes on."""
+    jobs = blocking_jobs(tmp_path, fifo)
+    output = tmp_path / "out.jsonl"
+
+    def forked_by_its_forkserver(pid: int, batch: int) -> bool:
+        return status(status(pid, "PPid:"), "PPid:") == batch
+
+    code, said = kill_the_worker_of_the_slow_job(
+        ["-j", "2"], jobs, output, fifo, forked_by_its_forkserver, signal.SIGTERM
+    )
+    assert code == 0, said
+    by_id = lines_of(output)
+    assert by_id["slow"]["passed"] is True and by_id["slow"]["retried"] is True
+
+
+CRASHER = """\
+version: 1
+type: bugfix
+tests:
+  command: kill -9 $PPID; python -c 'pass' {junit}
+  fail_to_pass: [tests/test_x.py::test_x]
+"""
+
+
+def test_only_the_job_whose_worker_dies_twice_is_an_error(tmp_path: Path) -> None:
+    """A job that kills its worker takes the pool's other workers with it: the jobs that
+    were running are tried again one at a time, so the one beside it is graded, and the
+    one that kills its worker again is the only error."""
+    crasher = tmp_path / "crasher"
+    (crasher / "tests").mkdir(parents=True)
+    (crasher / ".repogym.yml").write_text(CRASHER)
+    (crasher / "tests/test_x.py").write_text("def test_x():\n    pass\n")
+    git(crasher, "init", "--quiet", "--initial-branch=main")
+    git(crasher, "add", "--all")
+    git(crasher, "commit", "--quiet", "-m", "a test command that kills its grader")
+    build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    jobs = [
+        {"repo": "bugfix", "base": "main", "ref": "submission", "id": "beside"},
+        {"repo": "crasher", "base": "main", "ref": "main", "id": "crasher"},
+    ] + [{"repo": "bugfix", "base": "main", "ref": "main", "id": f"after {n}"} for n in range(3)]
+    lines = {
+        line["id"]: line for line in repogym.grade_many(jobs, executor=Local(2), root=tmp_path)
+    }
+    assert lines["crasher"]["error"]["message"] == (
+        "the worker running this job died twice (killed, or out of memory)"
+    )
+    assert lines["beside"]["passed"] is True, lines["beside"]
+    assert all(lines[f"after {n}"]["passed"] is False for n in range(3))
+    assert all("error" not in line for i, line in lines.items() if i != "crasher")
+
+
 def test_a_perf_job_runs_alone(tmp_path: Path) -> None:
     """A job that times a benchmark never runs beside another: its time is its own."""
     make_perf_repo(tmp_path / "perf")

@@ -75,7 +75,6 @@ def test_background_processes_and_daemons_do_not_outlive_the_command(tmp_path: P
     assert [pid for pid in found if alive(pid)] == []
 
 
-
 def test_the_graders_own_children_outlive_a_command_and_its_daemons(tmp_path: Path) -> None:
     """A process that grades in-process (a training loop, a batch's one worker) keeps
     the children it started before (a pool's workers, multiprocessing's resource
@@ -98,6 +97,7 @@ def test_the_graders_own_children_outlive_a_command_and_its_daemons(tmp_path: Pa
     finally:
         own.kill()
         own.wait()
+
 
 class Interrupted(Exception):
     """Stands for the exception the CLI raises on a signal, wherever the program is."""

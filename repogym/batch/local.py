@@ -8,11 +8,14 @@ each at a time, ``--jobs N`` of them (default: the cores). A job is any work ite
   with it. A turnstile (a second lock, taken exclusively on the way in) keeps a waiting
   perf job from being starved by the others: once it waits, no new job starts until it
   has run.
-- **A dead worker** (killed, out of memory) takes its job with it: every job it may have
-  been running is given once more to a fresh pool, and said so in its line
-  (``retried``); a job whose worker dies twice gets an error line.
+- **A dead worker** (killed, out of memory) takes its job with it, and the pool its
+  other workers: every job that was running is given once more, one at a time (so a
+  second death is surely its own job's), and said so in its line (``retried``); a job
+  whose worker dies twice gets an error line. A worker stopped alone (a SIGTERM that is
+  not the batch's) ends its job's grade as a Ctrl-C would: that job is tried once more.
 - **Ctrl-C, SIGTERM**: the workers are told to stop (their grades' commands are killed
-  as a grade's are), nothing more is started, and every line finished is kept.
+  as a grade's are), nothing more is started, every job's clean-up is waited for (the
+  room's lock), the workers are killed, and every line finished is kept.
 """
 
 from __future__ import annotations
@@ -93,19 +96,27 @@ def _room(alone: bool) -> Iterator[None]:
 
 def run_local(jobs: Iterable[Work], workers: int, locks_dir: Path) -> Iterator[dict[str, Any]]:
     """Grade ``jobs`` in ``workers`` processes; each line as its job ends (in the order
-    they end). Closing the iterator stops the workers."""
+    they end). Closing the iterator stops the workers.
+
+    When a worker dies, the pool's other workers go with it (``concurrent.futures``
+    ends a broken pool), so which job took it down is not known: the jobs that were
+    running are tried again one at a time, where a death is its job's own, before the
+    others go on at full width."""
     locks = (str(locks_dir / "turnstile.lock"), str(locks_dir / "room.lock"))
     pending = list(jobs)
     tries: dict[str, int] = {}
     while pending:
-        pending = yield from _one_pool(pending, workers, locks, tries)
+        suspects, pending = yield from _one_pool(pending, workers, locks, tries)
+        for suspect in suspects:
+            again, _ = yield from _one_pool([suspect], 1, locks, tries)
+            pending = again + pending  # none: a death alone is the job's second
 
 
 def _one_pool(
     pending: list[Work], workers: int, locks: tuple[str, str], tries: dict[str, int]
-) -> Generator[dict[str, Any], None, list[Work]]:
-    """Run ``pending`` in a pool until they are done or the pool breaks; the jobs left
-    to run in the next one (those the broken pool may have been running)."""
+) -> Generator[dict[str, Any], None, tuple[list[Work], list[Work]]]:
+    """Run ``pending`` in a pool until they are done or the pool breaks; the jobs the
+    broken pool was running (to be tried again) and those it had not started."""
     context = multiprocessing.get_context("forkserver")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(locks,))
     running: dict[Future[dict[str, Any]], Work] = {}
@@ -119,15 +130,35 @@ def _one_pool(
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             broken = [f for f in finished if isinstance(f.exception(), BrokenProcessPool)]
             for future in [f for f in finished if f not in broken]:
-                yield _marked(running.pop(future), future.result(), tries)
+                ended = running.pop(future)
+                line = _line(ended, future, tries)
+                if line is None:  # its worker was stopped: once more, after the others
+                    queue.append(ended)
+                else:
+                    yield line
             if broken:
                 again = yield from _after_break(running, tries)
-                return again + queue
+                return again, queue
     except BaseException:  # an interrupt, or the iterator closed
-        _stop(pool)
+        _stop(pool, locks[1])
         raise
     pool.shutdown()
-    return []
+    return [], []
+
+
+def _line(
+    job: Work, future: Future[dict[str, Any]], tries: dict[str, int]
+) -> dict[str, Any] | None:
+    """The line of a job its worker ended; None to try it again: something stopped its
+    worker's grade (a SIGTERM to that worker alone comes back as the grade's exception,
+    never as the batch's own interrupt)."""
+    error = future.exception()
+    if error is None:
+        return _marked(job, future.result(), tries)
+    if tries[job.id] < 2:
+        return None
+    message = f"the worker running this job was stopped twice ({type(error).__name__})"
+    return {**job.error_line(message), "retried": True}
 
 
 def _marked(job: Work, line: dict[str, Any], tries: dict[str, int]) -> dict[str, Any]:
@@ -140,7 +171,7 @@ def _after_break(
     running: dict[Future[dict[str, Any]], Work], tries: dict[str, int]
 ) -> Generator[dict[str, Any], None, list[Work]]:
     """A worker died: the lines of the jobs that finished, and the others that were
-    running, to be tried again, once."""
+    running, to be tried again (one at a time), once."""
     again = []
     for future, lost in running.items():
         if future.done() and future.exception() is None:
@@ -153,13 +184,20 @@ def _after_break(
     return again
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def _stop(pool: ProcessPoolExecutor, room_path: str) -> None:
     """Tell every worker to stop (SIGTERM: its grade's commands are killed on the way
-    out), and wait for them."""
+    out), wait until every job has left the room (each leaves once its commands are
+    gone), then kill what is left of the workers: an idle one that the SIGTERM took
+    while it held the pool's queue would keep the others waiting for that queue."""
     processes = list(getattr(pool, "_processes", {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(ProcessLookupError, AttributeError, TypeError):
             os.kill(process.pid, signal.SIGTERM)
+    with Path(room_path).open("a") as room:
+        fcntl.flock(room, fcntl.LOCK_EX)  # no job is in the room: their clean-ups are done
+        fcntl.flock(room, fcntl.LOCK_UN)
     for process in processes:
+        with contextlib.suppress(ProcessLookupError, AttributeError, TypeError):
+            os.kill(process.pid, signal.SIGKILL)
         process.join()
