@@ -218,6 +218,25 @@ class EpisodeRunner:
             with contextlib.suppress(*engine_errors()):
                 self.client.api.unpause(episode.container)
 
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[None]:
+        """:meth:`paused`, and off the engine's bridge (``network: all``) while the block
+        runs: a frozen process takes no step, but the kernel still sends the connects it
+        had begun, and one reached a grade's test listening on the bridge (issue 23).
+        Back on the bridge after it (maybe at another address), then thawed."""
+        with self.paused():
+            episode = self._episode
+            if episode is None or self.network != "all":
+                yield
+                return
+            api = self.client.api
+            api.disconnect_container_from_network(episode.container, "bridge", force=True)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(*engine_errors()):
+                    api.connect_container_to_network(episode.container, "bridge")
+
     def sync(self) -> str:
         """Copy the tree back to the host when a command ran since the last copy: the
         container paused, the copy swapped in whole (issue 23). What was left out of it
