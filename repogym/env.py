@@ -33,7 +33,7 @@ from repogym.actions import (
 )
 from repogym.container.episode import EpisodeRunner
 from repogym.environment import prepare
-from repogym.errors import EnvError, WorkspaceError
+from repogym.errors import EnvError, EpisodeLost, WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
@@ -95,6 +95,7 @@ class RepoEnv:
         self.steps = 0
         self._state: _State = "new"
         self._root: Path | None = None
+        self._left_out = ""  # what the last copy of the tree back from its container left out
         self._cleanup: Callable[[], object] | None = None
 
     def reset(
@@ -125,10 +126,19 @@ class RepoEnv:
     def step(self, action: Action) -> Step:
         """Carry out ``action``; see docs/env.md for what each one returns."""
         self._check_can_step(action)
-        observation, reward, info = self._dispatch(action)
+        try:
+            observation, reward, info = self._dispatch(action)
+            lost = False
+        except EpisodeLost as error:  # its container stopped: the episode cannot go on
+            observation, reward, info, lost = _observation(error=str(error)), 0.0, {}, True
+        if self._left_out:  # the copy of the tree back from the container was cut short
+            said = [observation["error"] or "", self._left_out.strip()]
+            observation["error"], self._left_out = "; ".join(filter(None, said)), ""
         self.steps += 1
-        terminated = isinstance(action, Submit)
-        truncated = not terminated and self.max_steps is not None and self.steps >= self.max_steps
+        terminated = isinstance(action, Submit) and not lost
+        truncated = lost or (
+            not terminated and self.max_steps is not None and self.steps >= self.max_steps
+        )
         info["step"] = self.steps
         if terminated or truncated:
             self._end()
@@ -162,6 +172,10 @@ class RepoEnv:
         access (so its diff is never stale). :class:`EnvError` when there is none."""
         if self._root is None:
             raise EnvError(f"RepoEnv.workspace: none {_NOT_RUNNING[self._state]}")
+        if isinstance(self.runner, EpisodeRunner):
+            # The commands' tree is copied back from their container when it is read
+            # (issue 23); EpisodeLost when it cannot be.
+            self._left_out = self.runner.sync() or self._left_out
         return Workspace(self._root, self.base, self.task, base_ref=self.base_ref)
 
     def _do_submit(self) -> GradeResult:
@@ -196,10 +210,12 @@ class RepoEnv:
         """Run one of the agent's commands in its tree, which is its own for the run and
         read-only to every other command afterwards: the tests a Submit runs cannot plant
         anything in it for the next episode (issue 9)."""
-        root = self.workspace.root
+        root = self._root
+        if root is None:
+            raise EnvError(f"RepoEnv.step() {_NOT_RUNNING[self._state]}")
         if isinstance(self.runner, EpisodeRunner):
-            # Bytecode in the container's /tmp; the tree comes back to the host after
-            # each command, where ReadFile and the grade read it.
+            # Bytecode in the container's /tmp; the tree comes back to the host when it is
+            # next read (ReadFile, WriteFile, the workspace, Submit), not after each command.
             variables = {"PYTHONPYCACHEPREFIX": "/tmp/pycache", **(env or {})}
             return self.runner.run(
                 command, root, timeout=timeout, env=variables, writable=[root], collect=[root]
@@ -281,6 +297,12 @@ class RepoEnv:
         return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
 
     def _submit(self) -> _Outcome:
+        if isinstance(self.runner, EpisodeRunner):
+            # The tree as the last command left it, then the container removed before the
+            # grade: nothing the agent left running there takes a step while the tests run,
+            # on the network `network: all` gives both (issue 23).
+            _ = self.workspace
+            self.runner.stop()
         try:
             result = self._do_submit()
         except WorkspaceError as error:

@@ -20,6 +20,8 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     ├── JUnitError                  a test report that is missing, too large, unsafe or
     │                               malformed (the TestGrader turns it into a score of 0)
     ├── EnvError                    RepoEnv used out of order
+    │   └── EpisodeLost             the episode's container is gone (the step's error:
+    │                               RepoEnv ends the episode, truncated)
     ├── SandboxError                the machine's set-up keeps commands from running as
     │                               another user, or that user from reaching a command's
     │                               program or the copies (checked before grading:
@@ -55,6 +57,7 @@ __all__ = [
     "CommandNotFound",
     "EngineError",
     "EnvError",
+    "EpisodeLost",
     "ExitCode",
     "JUnitError",
     "RepogymError",
@@ -111,6 +114,12 @@ class JUnitError(RepogymError):
 class EnvError(RepogymError):
     """RepoEnv used out of order (a step before ``reset()``, after the episode ended or
     after ``close()``), an unknown action, or a workspace asked for when there is none."""
+
+
+class EpisodeLost(EnvError):
+    """The episode's container stopped or cannot be reached (the engine removed it, a
+    command's processes could not be killed, its tree could not be copied back): RepoEnv
+    ends the episode, truncated, with this as the step's error (issue 23)."""
 
 
 class SandboxError(RepogymError):

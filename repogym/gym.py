@@ -26,13 +26,14 @@ past its space's length is cut, as a command's output is.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import shutil
 import string
 import tempfile
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from gymnasium import spaces
 from gymnasium.vector import SyncVectorEnv
 from gymnasium.vector.utils import concatenate
 
+from repogym._vectorjobs import job_of, result_of, task_file
 from repogym.actions import (
     ACTIONS,
     ApplyPatch,
@@ -52,11 +54,11 @@ from repogym.actions import (
     WriteFile,
 )
 from repogym.batch import Executor, grade_many
+from repogym.container.engine import engine_errors
+from repogym.container.episode import EpisodeRunner
 from repogym.env import RepoEnv
-from repogym.errors import EnvError, RepogymError
-from repogym.models import Finding, GradeComponent, GradeResult, Role
-from repogym.task import parse_task
-from repogym.tree import git as _git
+from repogym.errors import EnvError, EpisodeLost
+from repogym.models import GradeResult
 
 ENV_ID = "repogym/RepoEnv-v0"
 CHARSET = string.printable  # letters, digits, punctuation, whitespace
@@ -163,13 +165,24 @@ def _text(text: str) -> str:
 
 class _Member(GymRepoEnv):
     """A RepoEnv of a :class:`VectorRepoEnv`: its Submit takes the grade the vector had
-    made of it, when it had one."""
+    made of it in this step, when it had one; else it grades alone, the other members'
+    episode containers paused meanwhile."""
 
     _graded: GradeResult | None = None
+    _others_paused: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext
+
+    def reset(  # type: ignore[override]
+        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self._graded = None  # a grade is of one step of one episode (issue 23)
+        return super().reset(seed=seed, options=options)
 
     def _do_submit(self) -> GradeResult:
         graded, self._graded = self._graded, None
-        return graded if graded is not None else super()._do_submit()
+        if graded is not None:
+            return graded
+        with self._others_paused():
+            return super()._do_submit()
 
 
 class VectorRepoEnv(SyncVectorEnv):
@@ -196,7 +209,11 @@ class VectorRepoEnv(SyncVectorEnv):
                         "not a dict of RepoEnv's arguments"
                     )
                 made.append(_Member(**arguments))
-            self._task_files = [self._write_task(n, env) for n, env in enumerate(made)]
+            self._task_files = [
+                task_file(n, env, self._tasks / f"task-{n}.yml") for n, env in enumerate(made)
+            ]
+            for env in made:
+                env._others_paused = functools.partial(self._paused, made, env)
             super().__init__([functools.partial(_made, env) for env in made])
             self.members = made
         except BaseException:
@@ -205,26 +222,6 @@ class VectorRepoEnv(SyncVectorEnv):
             self._remove_tasks()
             raise
 
-    def _write_task(self, number: int, env: RepoEnv) -> str:
-        """The env's task as a file of its own for the jobs: the bytes it was read from,
-        or, for a task built in code, its JSON (a task file's YAML) when that reads back
-        as the same task."""
-        data = env.task.raw
-        if not data:
-            data = env.task.model_dump_json(exclude_defaults=True).encode()
-            try:
-                same = parse_task(data).model_dump() == env.task.model_dump()
-            except RepogymError:
-                same = False
-            if not same:
-                raise EnvError(
-                    f"VectorRepoEnv: environment {number}'s task was built in code and does "
-                    "not read back from a task file: pass RepoEnv the task file's path"
-                )
-        path = self._tasks / f"task-{number}.yml"
-        path.write_bytes(data)
-        return str(path)
-
     def step(
         self, actions: Any
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -232,17 +229,12 @@ class VectorRepoEnv(SyncVectorEnv):
         tuples), its Submit graded with the others'; an env that ended last step is
         reset instead (Gymnasium's next-step autoreset)."""
         wanted = self._per_env(actions)
-        self._grade_submits(wanted)
-        infos: dict[str, Any] = {}
-        for i, (action, env) in enumerate(zip(wanted, self.envs, strict=True)):
-            if self._autoreset_envs[i]:
-                self._env_obs[i], info = env.reset()
-                self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
-            else:
-                step = env.step(action)
-                self._env_obs[i], self._rewards[i] = step[0], step[1]
-                self._terminations[i], self._truncations[i], info = step[2], step[3], step[4]
-            infos = self._add_info(infos, info, i)
+        try:
+            self._grade_submits(wanted)
+            infos = self._step_each(wanted)
+        finally:  # a grade is of this step only, even when an env's step raised (issue 23)
+            for env in self.members:
+                env._graded = None
         self._observations = concatenate(
             self.single_observation_space, self._env_obs, self._observations
         )
@@ -254,6 +246,19 @@ class VectorRepoEnv(SyncVectorEnv):
             np.copy(self._truncations),
             infos,
         )
+
+    def _step_each(self, wanted: list[Any]) -> dict[str, Any]:
+        infos: dict[str, Any] = {}
+        for i, (action, env) in enumerate(zip(wanted, self.envs, strict=True)):
+            if self._autoreset_envs[i]:
+                self._env_obs[i], info = env.reset()
+                self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
+            else:
+                step = env.step(action)
+                self._env_obs[i], self._rewards[i] = step[0], step[1]
+                self._terminations[i], self._truncations[i], info = step[2], step[3], step[4]
+            infos = self._add_info(infos, info, i)
+        return infos
 
     def close_extras(self, **kwargs: Any) -> None:
         super().close_extras(**kwargs)
@@ -277,20 +282,46 @@ class VectorRepoEnv(SyncVectorEnv):
     def _grade_submits(self, actions: list[Any]) -> None:
         """The grades of this step's Submits, as jobs of one batch, handed to their envs.
         A job that could not be graded (a broken tree, an engine that refused) is left
-        to its env, which grades it alone and says why as RepoEnv does."""
+        to its env, which grades it alone and says why as RepoEnv does. The submitting
+        envs' episode containers are removed before the grade (their episodes end), the
+        others' paused while it runs (issue 23)."""
         jobs = {}
         for i, (action, env) in enumerate(zip(actions, self.members, strict=True)):
             if self._autoreset_envs[i] or not _submits(action) or env._state != "running":
                 continue
-            job = _job(env, self._task_files[i])
+            try:
+                job = job_of(env, self._task_files[i], self._tasks / f"tree-{i}")
+            except EpisodeLost:  # its container is gone: its own step says so
+                continue
             if job is not None:
-                jobs[str(i)] = {"id": str(i), **job}
+                jobs[i] = {"id": str(i), **job}
+                if isinstance(env.runner, EpisodeRunner):
+                    env.runner.stop()
         if not jobs:
             return
-        for line in grade_many(jobs.values(), executor=self.executor):
-            if line.get("error") is None:
-                env = self.members[int(line["id"])]
-                env._graded = _result(line, env.workspace.patch())
+        try:
+            with self._paused(self.members):
+                for line in grade_many(jobs.values(), executor=self.executor):
+                    if line.get("error") is None:
+                        env = self.members[int(line["id"])]
+                        env._graded = result_of(line, env.workspace.patch())
+        finally:
+            for i in jobs:
+                shutil.rmtree(self._tasks / f"tree-{i}", ignore_errors=True)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _paused(members: Sequence[RepoEnv], but: RepoEnv | None = None) -> Iterator[None]:
+        """Every episode container of ``members`` (but ``but``'s) paused and off the
+        bridge while the block runs, back after it: nothing an agent left running there
+        takes a step or reaches the network while a grade's tests run on it (issue 23).
+        One that cannot be paused is gone: its env's next step says so."""
+        with contextlib.ExitStack() as stack:
+            for env in members:
+                if env is not but and isinstance(env.runner, EpisodeRunner):
+                    with contextlib.suppress(*engine_errors()):
+                        stack.enter_context(env.runner.isolated())
+            yield
 
 
 def _made(env: _Member) -> _Member:
@@ -300,44 +331,6 @@ def _made(env: _Member) -> _Member:
 def _submits(action: Any) -> bool:
     return isinstance(action, Submit) or (
         isinstance(action, Mapping) and action.get("kind") == "submit"
-    )
-
-
-def _job(env: RepoEnv, task: str) -> dict[str, str] | None:
-    """The batch job of ``env``'s workspace, or None when its grade is not one: the tree
-    is no work tree git can read, or its HEAD left ``base``'s history, where RepoEnv
-    grades against the merge base."""
-    root = env.workspace.root
-    try:
-        head = _git.resolve_commit(root, "HEAD")
-        if _git.merge_base(root, env.base, env.base, head) != env.base:
-            return None
-    except RepogymError:
-        return None
-    return {"repo": str(env.repo), "base": env.base, "tree": str(root), "task": task}
-
-
-def _result(line: Mapping[str, Any], patch: str) -> GradeResult:
-    """The GradeResult of a job's report line (docs/report.md)."""
-    components = tuple(
-        GradeComponent(
-            name=c["name"],
-            score=c["score"],
-            passed=c["passed"],
-            role=Role(c["role"]),
-            details=c.get("details") or {},
-            messages=tuple(c.get("messages") or ()),
-            findings=tuple(Finding(**f) for f in c.get("findings") or ()),
-            weight=c.get("weight", 0.0),
-        )
-        for c in line["components"]
-    )
-    return GradeResult(
-        score=line["score"],
-        passed=line["passed"],
-        components=components,
-        patch=patch,
-        files_changed=tuple(line.get("files_changed") or ()),
     )
 
 

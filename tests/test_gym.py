@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.actions import ReadFile, Submit, WriteFile
+from repogym.actions import ReadFile, RunCommand, Submit, WriteFile
 from repogym.batch import Local
 from repogym.env import RepoEnv
 from repogym.errors import EnvError
-from repogym.task import load_task
+from repogym.task import Task, load_task
 
 gymnasium = pytest.importorskip("gymnasium", reason="pip install -e '.[dev]' installs it")
 repogym_gym = pytest.importorskip("repogym.gym")
@@ -137,3 +137,86 @@ def test_a_vector_says_what_is_wrong_with_its_arguments(repo: Path) -> None:
             envs.step([Submit(), Submit()])
     finally:
         envs.close()
+
+
+def test_a_grade_is_not_reused_after_a_step_that_raised(repo: Path) -> None:
+    """Env 1's Submit was graded in a step that env 0's step broke off; its next
+    episode's Submit, of a tree that cannot be graded, scores 0, not that grade."""
+    fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
+    envs = repogym_gym.VectorRepoEnv([{"repo": repo, "base": "main"}] * 2, executor=Local(1))
+    try:
+        envs.reset()
+        envs.step([ReadFile("README.md"), WriteFile("src/slugify/core.py", fixed)])
+        envs.members[0].close()  # its next step raises
+        with pytest.raises(EnvError, match="after close"):
+            envs.step([ReadFile("README.md"), Submit()])
+        envs.reset()
+        envs.step([ReadFile("README.md"), RunCommand("rm -rf .git")])
+        _, rewards, terminated, _, _ = envs.step([ReadFile("README.md"), Submit()])
+        assert list(rewards) == [0.0, 0.0] and terminated[1]
+    finally:
+        envs.close()
+
+
+def _alone_and_together(
+    arguments: dict[str, Any], actions: list[Any], executor: Any = None
+) -> tuple[float, float]:
+    """The reward of ``actions`` then a Submit, by RepoEnv alone and in a vector."""
+    with RepoEnv(**arguments) as env:
+        env.reset()
+        for action in actions:
+            env.step(action)
+        alone = env.step(Submit())[1]
+    envs = repogym_gym.VectorRepoEnv([arguments], executor=executor or Local(1))
+    try:
+        envs.reset()
+        for action in actions:
+            observation, *_ = envs.step([action])
+            assert observation["error"][0] == "", observation
+        together = float(envs.step([Submit()])[1][0])
+    finally:
+        envs.close()
+    return alone, together
+
+
+def test_an_untracked_nested_repository_is_graded_as_the_env_alone_grades_it(repo: Path) -> None:
+    """The fix lives in a nested repository the agent made: not the submission's, for
+    the env alone and for the vector's job alike."""
+    fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
+    actions = [
+        WriteFile("src/slugify/helper/impl.py", fixed),
+        WriteFile("src/slugify/helper/__init__.py", ""),
+        RunCommand("cd src/slugify/helper && git init -q ."),
+        WriteFile("src/slugify/core.py", "from slugify.helper.impl import slugify  # noqa\n"),
+    ]
+    alone, together = _alone_and_together({"repo": repo, "base": "main"}, actions)
+    assert alone == together < 1.0
+
+
+def test_a_task_built_in_code_goes_to_the_jobs_as_json(repo: Path) -> None:
+    fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
+    built = Task.model_validate(load_task(repo / ".repogym.yml").model_dump())
+    assert not built.raw
+    executor = _Recording()
+    arguments = {"repo": repo, "base": "main", "task": built}
+    alone, together = _alone_and_together(
+        arguments, [WriteFile("src/slugify/core.py", fixed)], executor
+    )
+    assert executor.ids == ["0"] and alone == together == 1.0
+    unreadable = built.model_copy(update={"type": "nonsense"})
+    with pytest.raises(EnvError) as raised:
+        repogym_gym.VectorRepoEnv([{"repo": repo, "base": "main", "task": unreadable}])
+    assert str(raised.value) == (
+        "VectorRepoEnv: environment 0's task was built in code and does not read back from "
+        "a task file: pass RepoEnv the task file's path"
+    )
+
+
+def test_a_submit_that_is_no_job_is_graded_by_its_env_alone(repo: Path) -> None:
+    """A HEAD moved off base's history is graded against the merge base, by the env."""
+    fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
+    executor = _Recording()
+    moved = "git checkout -q --orphan other && git -c user.name=a -c user.email=a@b commit -qm x"
+    actions = [WriteFile("src/slugify/core.py", fixed), RunCommand(moved)]
+    alone, together = _alone_and_together({"repo": repo, "base": "main"}, actions, executor)
+    assert executor.ids == [] and alone == together

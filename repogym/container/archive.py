@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import shutil
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -111,6 +113,34 @@ def copy_out(api: Any, ident: str, tree: Path, cap: int, entries: int | None = N
     stream, _ = api.get_archive(ident, str(tree))
     for child in list(tree.iterdir()):
         _remove(child)
+    return _unpack(stream, tree, cap, entries, tree)
+
+
+def swap_out(api: Any, ident: str, tree: Path, cap: int, entries: int) -> str:
+    """:func:`copy_out` into a fresh directory beside ``tree``, swapped in for it only
+    once whole: an archive that breaks off (the engine, a file that changed while it was
+    read) leaves ``tree`` as it was and raises (issue 23). What was left out, as there."""
+    fresh = Path(tempfile.mkdtemp(prefix=".repogym-copy-", dir=tree.parent))
+    try:
+        fresh.chmod(tree.stat().st_mode & 0o7777)
+        stream, _ = api.get_archive(ident, str(tree))
+        said = _unpack(stream, fresh, cap, entries, tree)
+        old = tree.with_name(fresh.name + "-old")
+        tree.rename(old)
+        try:
+            fresh.rename(tree)
+        except BaseException:
+            old.rename(tree)
+            raise
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return said
+
+
+def _unpack(stream: Any, dest: Path, cap: int, entries: int | None, tree: Path) -> str:
+    """Unpack the archive of ``tree`` from ``stream`` into ``dest``; what was left out."""
     reader: Any = _StreamReader(stream)
     size = 0
     with contextlib.closing(stream), tarfile.open(fileobj=reader, mode="r|") as archive:
@@ -131,9 +161,9 @@ def copy_out(api: Any, ident: str, tree: Path, cap: int, entries: int | None = N
                     f"{member.name!r}: its files hold more than {cap >> 20} MiB "
                     "(environment.limits.disk), the rest was left out\n"
                 )
-            kept = _member(member, tree)
+            kept = _member(member, dest)
             if kept is not None:
-                archive.extract(kept, tree, set_attrs=not kept.issym(), **_CHECKED)
+                archive.extract(kept, dest, set_attrs=not kept.issym(), **_CHECKED)
     return ""
 
 

@@ -46,6 +46,20 @@ def docker_module() -> Any:
         ) from None
 
 
+def engine_errors() -> tuple[type[BaseException], ...]:
+    """What a call to the engine raises when the engine refuses or cannot be reached: the
+    SDK's errors, and the HTTP client's (a socket that closed, a read that timed out),
+    which the SDK lets through."""
+    requests = importlib.import_module("requests")
+    return (docker_module().errors.DockerException, requests.exceptions.RequestException)
+
+
+def said(error: BaseException) -> str:
+    """The first line of what the engine said, for a one-line error."""
+    text = str(getattr(error, "explanation", None) or error) or type(error).__name__
+    return text.splitlines()[0][:300]
+
+
 def connect() -> Any:
     """A client of the engine at ``DOCKER_HOST``, else the default socket, checked to
     answer; :class:`EngineError` naming the socket and the fix otherwise."""
@@ -150,13 +164,20 @@ def sweep(client: Any) -> int:
 # -- containers ------------------------------------------------------------------------------
 
 
-def confined(limits: Limits, network: str) -> dict[str, Any]:
-    """The host config every container of repogym's gets: see the module docstring."""
+def confined(
+    limits: Limits, network: str, *, tmp: int | None = None, inodes: int | None = None
+) -> dict[str, Any]:
+    """The host config every container of repogym's gets: see the module docstring.
+    ``/tmp`` holds ``tmp`` bytes (default: ``limits.disk``) in at most ``inodes``
+    entries when given."""
     docker = docker_module()
+    room = f"size={limits.disk if tmp is None else tmp}"
+    if inodes is not None:
+        room += f",nr_inodes={inodes}"
     return {
         "network_mode": network,
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,size={limits.disk}"},
+        "tmpfs": {"/tmp": f"rw,exec,nosuid,nodev,{room}"},
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "mem_limit": limits.memory,

@@ -8,11 +8,16 @@ background, an exported ``pip install --user`` stay from one command to the next
 container, each command is ``exec``'d in it, and :meth:`~EpisodeRunner.stop` removes the
 container and its volume, so nothing of the episode is left in the engine.
 
-- **The tree** is held in a volume of its own, in memory (a tmpfs of ``limits.disk``, the
-  commands' user's), mounted at the tree's own path, copied in at the start; after each
-  command it is copied back to the host (where ReadFile, WriteFile and the grade read it),
-  and what WriteFile writes is copied into the volume through the engine, whose path
-  resolution stays inside the container's read-only root and its volumes.
+- **The tree** is held in a volume of its own, in memory (a tmpfs, the commands' user's),
+  mounted at the tree's own path, copied in at the start. When the host's copy is next
+  read after a command (:meth:`~EpisodeRunner.sync`: ReadFile, WriteFile, the workspace,
+  Submit), the container is paused and the tree copied back into a fresh directory that
+  replaces the host's only once whole; what WriteFile writes is copied into the volume
+  through the engine (the container paused too), whose path resolution stays inside the
+  container's read-only root and its volumes. The tree's volume and ``/tmp`` hold at
+  most :data:`EPISODE_ENTRIES` entries each, and together at most three quarters of
+  ``limits.memory`` (:func:`rooms`): their pages are the container's memory, and filling
+  them says "no space left" rather than having the first process killed.
 - **The container** is confined as a grade's command's is (:func:`confined`): all
   capabilities dropped, ``no-new-privileges``, a read-only root with the tree and a
   ``/tmp`` tmpfs writable, the task's limits (for the whole episode: every command and
@@ -25,7 +30,9 @@ container and its volume, so nothing of the episode is left in the engine.
 - **A command** runs as :data:`UID` in the tree, with the variables a grade's command
   gets, in a session of its own; its output is read up to the cap. At its timeout its
   process group is killed (from another ``exec``); when it ends, what it started in the
-  background goes on running, as in a terminal, until the episode's end.
+  background goes on running, as in a terminal, until the episode's end
+  (:mod:`repogym.container.episode_exec`). A container that stopped, or whose command
+  could not be killed, is an :class:`EpisodeLost`.
 
 The grade of a Submit never runs here: its tests run in fresh containers of the grader
 (:mod:`repogym.container.runner`), from the host's copy of the tree, which nothing left
@@ -35,39 +42,46 @@ running in the episode's container can reach.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import threading
-import time
+import tarfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, NoReturn
 
 from repogym import progress
-from repogym.container.archive import copy_in, copy_out, has_entries
+from repogym.container.archive import copy_in, has_entries, swap_out
 from repogym.container.command import NAME, UID
 from repogym.container.engine import (
     SHELL,
     close_attach,
     confined,
     docker_module,
+    engine_errors,
     labels,
+    said,
     sweep,
 )
+from repogym.container.episode_exec import Exec
 from repogym.container.keeper import KEEPER_LIFE, UNPACK_FROM, unpack
-from repogym.errors import EngineError, EnvError
-from repogym.runner import DEFAULT_OUTPUT_CAP, POLL_SLICE, CommandResult, check_timeout, keep_tail
-from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
+from repogym.errors import EngineError, EpisodeLost
+from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, check_timeout
 from repogym.task._environment import Limits
 
 HOLDER = UID + 1  # the user of the container's first process, out of the commands' reach
-# The first line of a command's stdout is its shell's pid (its process group's, the exec
-# being a session of its own), which the timeout kills; the rest is the command's.
-_WRAP = 'echo "$$" && exec /bin/sh -c "$1"'
+# Entries the tree's volume and /tmp may each hold, and the most a copy back takes: a
+# flood of empty files takes no room and would keep the grader unpacking (issue 23).
+EPISODE_ENTRIES = 100_000
 _HOLD = ["read -r _"]
-_SETTLE = 10.0  # seconds the engine may take to record an exec's exit after its output
+
+
+def rooms(limits: Limits) -> tuple[int, int]:
+    """The bytes of the tree's volume and of ``/tmp``: tmpfs both, whose pages are the
+    container's memory, so together at most three quarters of ``limits.memory`` (and
+    each at most ``limits.disk``): filled, they say "no space left on device", and the
+    memory limit never kills the container's first process (issue 23)."""
+    return min(limits.disk, limits.memory // 2), min(limits.disk, limits.memory // 4)
 
 
 @dataclass(slots=True)
@@ -76,6 +90,8 @@ class _Episode:
     volume: str
     container: str = ""
     attach: Any = None  # the socket whose end keeps the first process's stdin open
+    dirty: bool = False  # a command ran since the tree was last copied back
+    paused: bool = False
 
 
 @dataclass(slots=True)
@@ -91,42 +107,48 @@ class EpisodeRunner:
     pass_env: Sequence[str] = ()
     set_env: Mapping[str, str] = field(default_factory=dict)
     output_cap: int = DEFAULT_OUTPUT_CAP
+    entries: int = EPISODE_ENTRIES
     _episode: _Episode | None = None
+    _lost: str = ""  # why the episode's container was lost, until the next start
 
     def start(self, tree: Path) -> None:
         """The episode's container, started, with ``tree`` copied into its volume;
-        :class:`EngineError` when the engine refuses, leaving nothing of it."""
+        :class:`EngineError` when the engine refuses or cannot be reached, leaving
+        nothing of it."""
         self.stop()
-        sweep(self.client)
-        scope = uuid.uuid4().hex
-        volume = self.client.api.create_volume(
-            name=f"repogym-{scope}-episode",
-            driver="local",
-            driver_opts={
-                "type": "tmpfs",
-                "device": "tmpfs",
-                "o": f"size={self.limits.disk},uid={UID},gid={UID},mode=0755,nosuid,nodev",
-            },
-            labels=labels(KEEPER_LIFE),
-        )
-        self._episode = _Episode(tree=tree, volume=volume["Name"])
+        self._lost = ""
         try:
+            sweep(self.client)
+            self._episode = _Episode(tree=tree, volume=self._volume())
             self._start_container(self._episode)
             if not (
                 has_entries(tree, UNPACK_FROM)
-                and unpack(self.client, self.image, self.limits, "0", volume["Name"], tree)
+                and unpack(self.client, self.image, self.limits, "0", self._episode.volume, tree)
             ):
                 copy_in(self.client, self._episode.container, str(tree), tree, UID)
-        except docker_module().errors.APIError as error:
+        except engine_errors() as error:
             self.stop()
-            said = str(getattr(error, "explanation", None) or error).splitlines()[0][:300]
             raise EngineError(
-                f"the episode's container of {self.image} cannot start: {said}; check that "
-                "the engine runs (docker info) and has room for environment.limits"
+                f"the episode's container of {self.image} cannot start: {said(error)}; check "
+                "that the engine runs (docker info) and has room for environment.limits"
             ) from None
         except BaseException:
             self.stop()
             raise
+
+    def _volume(self) -> str:
+        room = f"size={rooms(self.limits)[0]},nr_inodes={self.entries}"
+        volume = self.client.api.create_volume(
+            name=f"repogym-{uuid.uuid4().hex}-episode",
+            driver="local",
+            driver_opts={
+                "type": "tmpfs",
+                "device": "tmpfs",
+                "o": f"{room},uid={UID},gid={UID},mode=0755,nosuid,nodev",
+            },
+            labels=labels(KEEPER_LIFE),
+        )
+        return str(volume["Name"])
 
     def _start_container(self, episode: _Episode) -> None:
         docker = docker_module()
@@ -135,8 +157,12 @@ class EpisodeRunner:
             target=str(episode.tree), source=episode.volume, type="volume", no_copy=True
         )
         network = "bridge" if self.network == "all" else "none"
+        tmp = rooms(self.limits)[1]
         host = api.create_host_config(
-            mounts=[mount], init=True, auto_remove=True, **confined(self.limits, network)
+            mounts=[mount],
+            init=True,
+            auto_remove=True,
+            **confined(self.limits, network, tmp=tmp, inodes=self.entries),
         )
         created = api.create_container(
             self.image,
@@ -174,6 +200,65 @@ class EpisodeRunner:
         with contextlib.suppress(Exception):
             self.client.close()
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The episode's container frozen (``docker pause``, the cgroup freezer) while
+        the block runs, thawed after it however it ends: nothing the agent left running
+        takes a step meanwhile. Raises what the engine said when it cannot pause."""
+        episode = self._episode
+        if episode is None or episode.paused:
+            yield
+            return
+        self.client.api.pause(episode.container)
+        episode.paused = True
+        try:
+            yield
+        finally:
+            episode.paused = False
+            with contextlib.suppress(*engine_errors()):
+                self.client.api.unpause(episode.container)
+
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[None]:
+        """:meth:`paused`, and off the engine's bridge (``network: all``) while the block
+        runs: a frozen process takes no step, but the kernel still sends the connects it
+        had begun, and one reached a grade's test listening on the bridge (issue 23).
+        Back on the bridge after it (maybe at another address), then thawed."""
+        with self.paused():
+            episode = self._episode
+            if episode is None or self.network != "all":
+                yield
+                return
+            api = self.client.api
+            api.disconnect_container_from_network(episode.container, "bridge", force=True)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(*engine_errors()):
+                    api.connect_container_to_network(episode.container, "bridge")
+
+    def sync(self) -> str:
+        """Copy the tree back to the host when a command ran since the last copy: the
+        container paused, the copy swapped in whole (issue 23). What was left out of it
+        ('' when nothing); :class:`EpisodeLost` when it cannot be had, the host's tree
+        then as the last copy left it."""
+        episode = self._episode
+        if self._lost:
+            raise EpisodeLost(self._lost)
+        if episode is None or not episode.dirty:
+            return ""
+        cap = rooms(self.limits)[0]
+        failures: tuple[type[BaseException], ...] = (*engine_errors(), tarfile.TarError, OSError)
+        try:
+            with self.paused():
+                left_out = swap_out(
+                    self.client.api, episode.container, episode.tree, cap, self.entries
+                )
+        except failures as error:
+            self._lose(f"its tree could not be copied back ({said(error)})")
+        episode.dirty = False
+        return left_out.strip()
+
     # The questions a Runner answers.
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -192,10 +277,18 @@ class EpisodeRunner:
 
     def add(self, tree: Path, paths: Sequence[str]) -> None:
         """The grader wrote ``paths`` (relative) into the host's tree (WriteFile, a
-        patch): copy them into the episode's volume."""
+        patch), synced first: copy them into the episode's volume, with the directories
+        on their way, all the commands' user's (issue 23)."""
         episode = self._current()
-        if paths:
-            copy_in(self.client, episode.container, str(episode.tree), tree, UID, paths)
+        if not paths:
+            return
+        try:
+            with self.paused():
+                copy_in(
+                    self.client, episode.container, str(episode.tree), tree, UID, _parents(paths)
+                )
+        except engine_errors() as error:
+            self._lose(f"a file could not be copied into it ({said(error)})")
 
     def run(
         self,
@@ -208,127 +301,48 @@ class EpisodeRunner:
         collect: Sequence[Path] = (),
         network: bool = False,
     ) -> CommandResult:
-        """Run ``command`` in the episode's container, in ``cwd`` (the tree), then copy
-        the tree back to the host when it is in ``collect``. ``writable`` and
-        ``network`` are a grade's: the tree is the command's to write, and the
-        network is the task's for the whole episode."""
+        """Run ``command`` in the episode's container, in ``cwd`` (the tree); the tree
+        is copied back to the host when it is next read (:meth:`sync`). ``writable``,
+        ``collect`` and ``network`` are a grade's: the tree is the command's to write,
+        and the network is the task's for the whole episode."""
         check_timeout(timeout)
         episode = self._current()
         told = progress.current()
         if told is not None:
             told.command_started(command, cwd)
         variables = {**self.environment(), **(env or {})}
-        result = _Exec(self.client.api, episode.container, self.output_cap).go(
-            command, cwd, timeout, variables
-        )
-        if episode.tree in {Path(p) for p in collect}:
-            left_out = copy_out(self.client.api, episode.container, episode.tree, self.limits.disk)
-            if left_out:  # said as a grade's command's copy says it
-                result = dataclasses.replace(result, stderr=result.stderr + left_out)
+        episode.dirty = True
+        try:
+            result = Exec(self.client.api, episode.container, self.output_cap).go(
+                command, cwd, timeout, variables
+            )
+        except EpisodeLost as lost:
+            self._lose(str(lost))
         if told is not None:
             told.command_finished(result)
         return result
 
     def _current(self) -> _Episode:
-        if self._episode is None:
-            raise EnvError("the episode's container is not running: call env.reset() first")
+        if self._episode is None:  # removed by an earlier failure, or by a Submit's grade
+            self._lose("it is no longer running")
         return self._episode
 
-
-@dataclass(slots=True)
-class _Exec:
-    """One command ``exec``'d in the episode's container."""
-
-    api: Any
-    container: str
-    output_cap: int
-    pid: bytearray = field(default_factory=bytearray)  # the first line of the stdout
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    cut: list[int] = field(default_factory=lambda: [0, 0])
-
-    def go(self, command: str, cwd: Path, timeout: float, env: dict[str, str]) -> CommandResult:
-        api = self.api
-        try:
-            ident = api.exec_create(
-                self.container,
-                [*SHELL, _WRAP, NAME, command],
-                user=f"{UID}:{UID}",
-                workdir=str(cwd),
-                environment=env,
-            )["Id"]
-            stream = api.exec_start(ident, socket=True)
-        except docker_module().errors.APIError as error:
-            raise EnvError(
-                "the episode's container is gone (a command stopped it, or the engine "
-                f"removed it: {str(error).splitlines()[0][:200]}): call env.reset() for a new "
-                "episode"
-            ) from None
-        start = time.monotonic()
-        reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
-        reader.start()
-        timed_out = not _joined(reader, start + timeout)
-        if timed_out:
-            self._kill()
-            reader.join(5)
-        close_attach(stream)
-        elapsed = time.monotonic() - start
-        code = None if timed_out else self._exit_code(ident)
-        return CommandResult(
-            command=command,
-            exit_code=code,
-            timed_out=timed_out,
-            duration=elapsed,
-            stdout=self.stdout.decode("utf-8", "replace"),
-            stderr=self.stderr.decode("utf-8", "replace"),
-            stdout_cut=self.cut[0],
-            stderr_cut=self.cut[1],
+    def _lose(self, why: str) -> NoReturn:
+        """The episode's container is of no more use: removed, and said."""
+        self.stop()
+        self._lost = (
+            f"the episode's container is lost: {why}; the episode ends, truncated: call "
+            "env.reset() for a new one"
         )
-
-    def _exit_code(self, ident: str) -> int:
-        """The exec's exit code: the engine sets it just after the output ends (-1 if
-        it does not within a few seconds)."""
-        deadline = time.monotonic() + _SETTLE
-        while True:
-            found = self.api.exec_inspect(ident)
-            code = found.get("ExitCode")
-            if not found.get("Running") and code is not None:
-                return int(code)
-            if time.monotonic() > deadline:
-                return -1
-            time.sleep(POLL_SLICE / 10)
-
-    def _kill(self) -> None:
-        """Kill the command's process group, from another exec of the same user."""
-        pid = self.pid.decode(errors="replace").strip()
-        if not pid.isdigit():
-            return
-        with contextlib.suppress(Exception):
-            ident = self.api.exec_create(
-                self.container, [*SHELL, f"kill -9 -{pid} || kill -9 {pid}"], user=f"{UID}:{UID}"
-            )["Id"]
-            self.api.exec_start(ident)
-
-    def _read(self, stream: Any) -> None:
-        leave_stop_signals_to_the_main_thread()
-        frames = docker_module().utils.socket.frames_iter(stream, tty=False)
-        with contextlib.suppress(Exception):
-            for kind, data in frames:
-                if kind == 2:
-                    self.cut[1] += keep_tail(self.stderr, data, self.output_cap)
-                    continue
-                if not self.pid.endswith(b"\n"):  # still the wrapper's first line
-                    head, newline, data = data.partition(b"\n")
-                    self.pid += head + newline
-                self.cut[0] += keep_tail(self.stdout, data, self.output_cap)
+        raise EpisodeLost(self._lost)
 
 
-def _joined(reader: threading.Thread, deadline: float) -> bool:
-    """Wait for the output's end until ``deadline`` in slices (a cancel's signal is
-    handled at once); whether it ended."""
-    while reader.is_alive():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        reader.join(min(POLL_SLICE, left))
-    return True
+def _parents(paths: Sequence[str]) -> list[str]:
+    """``paths`` with every directory on their way, each once, a directory before what
+    is in it."""
+    listed: dict[str, None] = {}
+    for path in paths:
+        parts = PurePosixPath(path).parts
+        for end in range(1, len(parts) + 1):
+            listed.setdefault("/".join(parts[:end]))
+    return list(listed)

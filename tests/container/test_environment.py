@@ -22,33 +22,14 @@ from repogym._demo import EXAMPLES, build_example_repo
 from repogym.actions import RunCommand, Submit, WriteFile
 from repogym.container.engine import LABEL
 from repogym.env import RepoEnv
+from tests.container.episodes import git, with_environment
 from tests.envimage import python_image
-from tests.repo import IDENTITY
 from tests.waiting import BACKSTOP
 
 
 @pytest.fixture(scope="module")
 def image() -> str:
     return python_image()
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env={**os.environ, **IDENTITY}, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _with_environment(repo: Path, environment: str) -> None:
-    """Put ``environment`` (YAML lines) into the task on main, the submission on top."""
-    _git(repo, "checkout", "--quiet", "main")
-    task = repo / ".repogym.yml"
-    task.write_text(task.read_text() + environment)
-    _git(repo, "add", "--all")
-    _git(repo, "commit", "--quiet", "-m", "environment")
-    _git(repo, "checkout", "--quiet", "submission")
-    _git(repo, "rebase", "--quiet", "main")
 
 
 def _grade(repo: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
@@ -93,7 +74,7 @@ def test_an_example_gets_the_same_verdict_in_an_environment(
 ) -> None:
     plain = build_example_repo(example, tmp_path / "plain", solution=solution)
     boxed = build_example_repo(example, tmp_path / "boxed", solution=solution)
-    _with_environment(boxed, f"environment:\n  image: {image}\n")
+    with_environment(boxed, f"environment:\n  image: {image}\n")
     code, without, _ = _grade(plain)
     code_in, within, said = _grade(boxed)
     assert code_in == code, said
@@ -114,24 +95,24 @@ def _without_lists(repo: Path, environment: str = "") -> None:
     """The bugfix example's task with `fail_to_pass: added` and `pass_to_pass: baseline`
     (issue 22), the tests the submission's to change; it adds a test of its fix and
     breaks an old test on the way."""
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     task = repo / ".repogym.yml"
     text = task.read_text()
     start, end = text.index("  fail_to_pass:"), text.index("  timeout:")
     text = text[:start] + "  fail_to_pass: added\n  pass_to_pass: baseline\n" + text[end:]
     text = text.replace("  protected: [tests/**]\n", "").replace("[src/**]", "[src/**, tests/**]")
     task.write_text(text + environment)
-    _git(repo, "commit", "--quiet", "-am", "without lists")
-    _git(repo, "checkout", "--quiet", "submission")
-    _git(repo, "rebase", "--quiet", "main")
+    git(repo, "commit", "--quiet", "-am", "without lists")
+    git(repo, "checkout", "--quiet", "submission")
+    git(repo, "rebase", "--quiet", "main")
     core = repo / "src/slugify/core.py"
     core.write_text(core.read_text().replace("[a-z0-9]+", "[a-z]+"))
     (repo / "tests/test_cedilla.py").write_text(
         "from slugify import slugify\n\n\ndef test_cedilla():\n"
         '    assert slugify("Façade") == "facade"\n'
     )
-    _git(repo, "add", "--all")
-    _git(repo, "commit", "--quiet", "-m", "a test, and digits dropped")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "a test, and digits dropped")
 
 
 def test_a_task_without_lists_grades_the_same_in_an_environment(tmp_path: Path, image: str) -> None:
@@ -153,11 +134,11 @@ def test_a_task_without_lists_grades_the_same_in_an_environment(tmp_path: Path, 
 
 def test_a_dockerfile_is_built_at_the_base_then_reused(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     (repo / ".repogym").mkdir()
     marker = os.urandom(6).hex()
     (repo / ".repogym" / "Dockerfile").write_text(f"FROM {image}\nLABEL marker={marker}\n")
-    _with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
     code, first, said = _grade(repo)
     assert code == 0, said
     assert first["environment"]["how"] == "built"
@@ -181,11 +162,11 @@ def test_a_dockerfile_that_cannot_be_had_stops_the_grade(
     tmp_path: Path, image: str, dockerfile: str | None, expected: str
 ) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     if dockerfile is not None:
         (repo / ".repogym").mkdir()
         (repo / ".repogym" / "Dockerfile").write_text(f"FROM {image}\n{dockerfile}\n")
-    _with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
     code, report, said = _grade(repo)
     assert code == 2, said
     assert expected in said
@@ -197,7 +178,7 @@ def test_a_dockerfile_that_cannot_be_had_stops_the_grade(
 
 def test_no_engine_is_one_line_before_grading(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _with_environment(repo, f"environment:\n  image: {image}\n")
+    with_environment(repo, f"environment:\n  image: {image}\n")
     missing = tmp_path / "no-such.sock"
     code, _, said = _grade(repo, env={"DOCKER_HOST": f"unix://{missing}"})
     assert code == 2, said
@@ -210,7 +191,7 @@ def test_no_engine_is_one_line_before_grading(tmp_path: Path, image: str) -> Non
 
 def test_setup_with_network_runs_before_the_hidden_tests_are_in(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     hidden = repo / ".repogym" / "hidden" / "tests"
     hidden.mkdir(parents=True)
     (hidden / "test_hidden.py").write_text(
@@ -234,7 +215,7 @@ def test_setup_with_network_runs_before_the_hidden_tests_are_in(tmp_path: Path, 
             " || echo absent > seen-by-setup.txt\n",
         )
     )
-    _with_environment(repo, f"environment:\n  image: {image}\n  network: setup\n")
+    with_environment(repo, f"environment:\n  image: {image}\n  network: setup\n")
     code, report, said = _grade(repo)
     assert code == 0, said
     tests = next(c for c in report["components"] if c["name"] == "tests")
@@ -246,7 +227,7 @@ def test_setup_with_network_runs_before_the_hidden_tests_are_in(tmp_path: Path, 
 
 def test_repoenv_runs_the_agent_in_the_environment(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo", solution=False)
-    _with_environment(repo, f"environment:\n  image: {image}\n")
+    with_environment(repo, f"environment:\n  image: {image}\n")
     solution = build_example_repo("bugfix", tmp_path / "gold")
     fixed = (solution / "src" / "slugify" / "core.py").read_text()
     with RepoEnv(repo, base="main") as env:
@@ -266,14 +247,14 @@ def test_repoenv_runs_the_agent_in_the_environment(tmp_path: Path, image: str) -
 
 def test_a_cancelled_grade_leaves_no_container(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     task = repo / ".repogym.yml"
     task.write_text(
         task.read_text().replace(
             "command: python -m pytest", "command: echo started; sleep 3600; python -m pytest"
         )
     )
-    _with_environment(repo, f"environment:\n  image: {image}\n")
+    with_environment(repo, f"environment:\n  image: {image}\n")
     client = docker.from_env()
     # The engine's events say when the test command's container starts: no polling.
     events = client.events(
@@ -303,11 +284,11 @@ def test_a_cancelled_grade_leaves_no_container(tmp_path: Path, image: str) -> No
 
 def test_a_program_the_image_lacks_is_an_error_naming_the_image(tmp_path: Path, image: str) -> None:
     repo = build_example_repo("bugfix", tmp_path / "repo")
-    _git(repo, "checkout", "--quiet", "main")
+    git(repo, "checkout", "--quiet", "main")
     task = repo / ".repogym.yml"
     text = task.read_text()
     task.write_text(text.replace("command: python -m pytest", "command: node --test"))
-    _with_environment(repo, f"environment:\n  image: {image}\n")
+    with_environment(repo, f"environment:\n  image: {image}\n")
     code, _, said = _grade(repo)
     assert code == 2, said
     assert "FAIL" not in said and "Traceback" not in said
@@ -366,7 +347,7 @@ def test_a_socket_closed_to_the_user_is_one_line_before_grading(image: str) -> N
     try:
         place.chmod(0o755)
         repo = build_example_repo("bugfix", place / "repo")
-        _with_environment(repo, f"environment:\n  image: {image}\n")
+        with_environment(repo, f"environment:\n  image: {image}\n")
         subprocess.run(["chown", "-R", "65534:65534", str(repo)], check=True)
         with socket.socket(socket.AF_UNIX) as engine:
             engine.bind(str(place / "engine.sock"))

@@ -5,24 +5,22 @@ at reset() and close(); and out of reach of the grade of a Submit."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 
-from repogym._demo import EXAMPLES, build_example_repo
+from repogym._demo import build_example_repo
 from repogym.actions import RunCommand, Submit, WriteFile
 from repogym.container.command import UID
 from repogym.container.engine import LABEL
 from repogym.container.episode import HOLDER, EpisodeRunner
 from repogym.env import RepoEnv
 from repogym.errors import EngineError
-from tests.container.test_environment import _with_environment
+from tests.container.episodes import FIXED, ours, run, with_environment
 from tests.envimage import python_image
 
-FIXED = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
 # Every process's command line in the container, one a line.
 PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
 
@@ -35,49 +33,33 @@ def image() -> str:
 @pytest.fixture
 def repo(tmp_path: Path, image: str) -> Path:
     made = build_example_repo("bugfix", tmp_path / "repo", solution=False)
-    _with_environment(made, f"environment:\n  image: {image}\n")
+    with_environment(made, f"environment:\n  image: {image}\n")
     return made
-
-
-def _ours() -> tuple[list[dict[str, Any]], list[str]]:
-    """This process's containers (inspected) and volumes on the engine, by their labels."""
-    api = docker.from_env().api
-    me = f"/{os.getpid()}/"
-    listed = api.containers(all=True, filters={"label": f"{LABEL}.owner"})
-    found = [api.inspect_container(c["Id"]) for c in listed if me in c["Labels"][f"{LABEL}.owner"]]
-    volumes = api.volumes(filters={"label": f"{LABEL}.owner"}).get("Volumes") or []
-    return found, [v["Name"] for v in volumes if me in v["Labels"][f"{LABEL}.owner"]]
-
-
-def _run(env: RepoEnv, command: str) -> str:
-    observation, *_ = env.step(RunCommand(command, timeout=120))
-    assert observation["error"] is None, observation
-    return observation["output"]
 
 
 def test_an_episode_keeps_its_container_and_the_next_one_starts_clean(repo: Path) -> None:
     with RepoEnv(repo, base="main") as env:
         env.reset()
-        (first,), volumes = _ours()
+        (first,), volumes = ours()
         assert len(volumes) == 1
         _confined(first)
         started = "id -u; echo kept > /tmp/note; echo made > made.txt; sleep 600 >/dev/null 2>&1 &"
-        assert _run(env, started) == f"{UID}\n"
-        assert "kept\n" in _run(env, "cat /tmp/note")
-        assert "sleep 600 \n" in _run(env, PROCESSES).splitlines(keepends=True)
+        assert run(env, started) == f"{UID}\n"
+        assert "kept\n" in run(env, "cat /tmp/note")
+        assert "sleep 600 \n" in run(env, PROCESSES).splitlines(keepends=True)
         # A command that times out is killed with what it started, the others' live on.
         observation, *_ = env.step(RunCommand("sleep 900 & sleep 800", timeout=1))
         assert observation["error"] == "`sleep 900 & sleep 800` timed out after 1 s"
-        running = _run(env, PROCESSES)
+        running = run(env, PROCESSES)
         assert "sleep 600" in running and "sleep 8" not in running and "sleep 9" not in running
 
         env.reset()
-        (second,), (volume,) = _ours()
+        (second,), (volume,) = ours()
         assert second["Id"] != first["Id"] and volume not in volumes
-        assert _run(env, "cat /tmp/note 2>/dev/null || echo none") == "none\n"
-        assert "sleep 600" not in _run(env, PROCESSES)
-        assert "made.txt" not in _run(env, "ls")  # a fresh tree too
-    assert _ours() == ([], [])
+        assert run(env, "cat /tmp/note 2>/dev/null || echo none") == "none\n"
+        assert "sleep 600" not in run(env, PROCESSES)
+        assert "made.txt" not in run(env, "ls")  # a fresh tree too
+    assert ours() == ([], [])
 
 
 def _confined(container: dict[str, Any]) -> None:
@@ -98,12 +80,12 @@ def test_what_the_agent_leaves_running_cannot_touch_the_grade(repo: Path) -> Non
         env.reset()
         env.step(WriteFile("src/slugify/core.py", FIXED))
         env.step(RunCommand("(while :; do kill -9 -1; done) >/dev/null 2>&1 &", timeout=120))
-        (episode,), _ = _ours()
+        (episode,), _ = ours()
         processes = docker.from_env().api.top(episode["Id"])["Processes"]
         assert any("kill -9 -1" in " ".join(p) for p in processes), processes  # still at it
         observation, reward, terminated, _, _ = env.step(Submit())
         assert terminated and reward == 1.0, observation
-        assert _ours() == ([], [])  # the episode ended: its container went with it
+        assert ours() == ([], [])  # the episode ended: its container went with it
 
 
 def test_a_container_the_engine_cannot_start_is_one_line(tmp_path: Path, image: str) -> None:
@@ -116,4 +98,4 @@ def test_a_container_the_engine_cannot_start_is_one_line(tmp_path: Path, image: 
     assert said.endswith(
         "check that the engine runs (docker info) and has room for environment.limits"
     )
-    assert _ours() == ([], [])
+    assert ours() == ([], [])
