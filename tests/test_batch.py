@@ -21,6 +21,8 @@ import pytest
 import repogym
 from repogym._demo import build_example_repo
 from repogym.batch import Local
+from repogym.batch.jobs import Job
+from repogym.batch.lines import line_of
 from tests.batching import (
     assert_alone,
     blocking_jobs,
@@ -414,3 +416,26 @@ def test_a_resume_cuts_off_the_line_a_kill_cut(tmp_path: Path) -> None:
     text = output.read_text()
     assert text.startswith(earlier) and text.endswith("\n")
     assert [json.loads(line)["id"] for line in text.splitlines()] == ["1", "2", "3"]
+
+
+def test_a_jobs_repository_by_path_or_url_and_any_name_of_its_commits(tmp_path: Path) -> None:
+    """A local repository's own names resolve (``HEAD``, a pull request's ref); a URL is
+    fetched with the full refs a job names, and its task is read where the batch starts,
+    so that a job without ``perf`` is not taken for one and run alone; a URL that cannot
+    be fetched is an error naming it, not the job's private clone."""
+    repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    git(repo, "update-ref", "refs/pull/1/head", "submission")
+    url = (tmp_path / "bugfix").as_uri()
+    jobs = [
+        {"repo": "bugfix", "base": "main", "ref": "HEAD", "id": "head"},
+        {"repo": "bugfix", "base": "main", "ref": "refs/pull/1/head", "id": "pull"},
+        {"repo": url, "base": "main", "ref": "refs/pull/1/head", "id": "url"},
+        {"repo": "file:///no/such/repo", "base": "main", "ref": "main", "id": "gone"},
+    ]
+    assert [line_of(Job, job, 1, str(tmp_path)).perf for job in jobs[2:]] == [False, True]
+    graded = repogym.grade_many(jobs, executor=Local(1), root=tmp_path)
+    lines = {line["id"]: line for line in graded}
+    assert all(lines[i]["passed"] is True for i in ("head", "pull", "url")), lines
+    message = lines["gone"]["error"]["message"]
+    assert message.startswith("`repo` file:///no/such/repo: git fetch failed: "), message
+    assert "repogym-job-" not in message

@@ -26,11 +26,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
 
-from repogym.batch.lines import Line, RepoSpec, commit_of, line_of, private_clone, read_lines
-from repogym.errors import RepogymError, UsageError
+from repogym.batch.lines import Line, RepoSpec, line_of, read_lines
+from repogym.batch.sources import commit_of, local_source, private_clone
+from repogym.errors import UsageError
 from repogym.grading import grade
-from repogym.report import error_report, report_dict, user_error_report
-from repogym.sandbox.process import internal_error_line
+from repogym.report import report_dict
 from repogym.tree import git as _git
 
 Submission = Literal["patch", "ref", "tree"]
@@ -78,38 +78,34 @@ def job_of(data: object, number: int, root: str = ".") -> Job:
     return line_of(Job, data, number, root)
 
 
-def grade_job(job: Job, scratch: str | None = None) -> dict[str, Any]:
+def grade_job(job: Job) -> dict[str, Any]:
     """The output line of ``job``: its report, ``id`` and ``timings`` (seconds)."""
-    started = time.monotonic()
-    # When it ran (seconds since the epoch), and how long each step took.
-    timings: dict[str, float] = {"started_at": round(time.time(), 3)}
-    try:
-        if job.spec is None:
-            raise UsageError(job.problem or f"line {job.line}: not a job")
-        with tempfile.TemporaryDirectory(prefix="repogym-job-", dir=scratch) as holder:
-            tree, base = _prepare(job, job.spec, Path(holder) / "repo")
+
+    def steps(timings: dict[str, float]) -> dict[str, Any]:
+        spec = job.spec
+        assert spec is not None
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="repogym-job-") as holder:
+            tree, base = _prepare(job, spec, Path(holder) / "repo")
             timings["prepare"] = round(time.monotonic() - started, 3)
-            spec = job.spec
             task = job.path(spec.task) if spec.task else None
             hidden = job.path(spec.hidden) if spec.hidden else None
             graded = grade(tree, base=base, task=task, hidden=hidden)
             timings["grade"] = round(time.monotonic() - started - timings["prepare"], 3)
-            report = report_dict(graded)
-    except RepogymError as error:
-        report = user_error_report(error)
-    except Exception as error:  # a job's crash is its line, not the batch's end
-        report = error_report("internal", internal_error_line(error))
-    timings["total"] = round(time.monotonic() - started, 3)
-    return {"id": job.id, **report, "timings": timings}
+            return report_dict(graded)
+
+    return job.timed(steps, lambda report: report)
 
 
 def _prepare(job: Job, spec: JobSpec, dest: Path) -> tuple[Path, str]:
     """A private clone of ``spec.repo`` at the base with the submission in its work
     tree; the clone and the base's sha."""
-    private_clone(job, spec, dest)
-    base = commit_of(dest, spec.base, "base")
+    names = (spec.base, spec.ref) if spec.ref is not None else (spec.base,)
+    private_clone(spec.repo, job.root, names, dest)
+    source = local_source(spec.repo, job.root)
+    base = commit_of(dest, spec.base, "base", source)
     if spec.ref is not None:
-        head = commit_of(dest, spec.ref, "ref")
+        head = commit_of(dest, spec.ref, "ref", source)
         _git.git(["checkout", "--quiet", "--detach", head], dest)
         return dest, base
     _git.git(["checkout", "--quiet", "--detach", base], dest)

@@ -14,17 +14,18 @@ error, not a stopped run.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from repogym.batch.sources import has_perf
 from repogym.errors import RepogymError, UsageError
-from repogym.report import error_report
-from repogym.task import load_task
-from repogym.tree import git as _git
+from repogym.report import error_report, user_error_report
+from repogym.sandbox.process import internal_error_line
 
 
 class Work(Protocol):
@@ -78,18 +79,13 @@ class Line(Generic[SpecT]):
     @property
     def perf(self) -> bool:
         """Whether it may time a benchmark: known once its task is read (then it must not
-        run beside other work); an item whose task cannot be read here is assumed to."""
+        run beside other work); an item whose task cannot be read here is assumed to
+        (:func:`repogym.batch.sources.has_perf`)."""
         spec = self.spec
         if spec is None:
             return False
-        try:
-            if spec.task is not None:
-                task = load_task(self.path(spec.task))
-            else:
-                task = load_task(None, repo=self.path(spec.repo), commit=spec.base, ref=spec.base)
-        except (RepogymError, OSError):
-            return True  # read where it runs: assume the worst here
-        return task.perf is not None
+        task = str(self.path(spec.task)) if spec.task is not None else None
+        return has_perf(spec.repo, self.root, spec.base, task)
 
     def path(self, value: str) -> Path:
         """``value``, a path of the line, from the file's directory when relative."""
@@ -101,6 +97,28 @@ class Line(Generic[SpecT]):
 
     def error_line(self, message: str) -> dict[str, Any]:
         return {"id": self.id, **error_report("internal", message)}
+
+    def timed(
+        self,
+        steps: Callable[[dict[str, float]], dict[str, Any]],
+        failed: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Its line: ``id``, what ``steps`` returns (given the timings to add its steps'
+        seconds to), and ``timings``. An error of the item's (a RepogymError) or a crash
+        is the line ``failed`` makes of its error report, never the run's end."""
+        started = time.monotonic()
+        # When it ran (seconds since the epoch), and how long each step took.
+        timings: dict[str, float] = {"started_at": round(time.time(), 3)}
+        try:
+            if self.spec is None:
+                raise UsageError(self.problem or f"line {self.line}: not a {self.noun}")
+            body = steps(timings)
+        except RepogymError as error:
+            body = failed(user_error_report(error))
+        except Exception as error:
+            body = failed(error_report("internal", internal_error_line(error)))
+        timings["total"] = round(time.monotonic() - started, 3)
+        return {"id": self.id, **body, "timings": timings}
 
 
 def read_lines(kind: type[LineT], path: Path) -> Iterator[LineT]:
@@ -155,27 +173,3 @@ def check_ids(items: list[LineT], path: Path | None) -> None:
                 "an id of its own"
             )
         seen[item.id] = item.line
-
-
-def private_clone(item: Line[Any], spec: RepoSpec, dest: Path) -> Path:
-    """A clone of ``spec.repo`` at ``dest`` with its branches and tags, nothing checked
-    out; a local repository's objects are shared with it, not copied."""
-    source = item.path(spec.repo)
-    url = str(source) if source.exists() else spec.repo
-    dest.mkdir(parents=True)
-    _git.git(["init", "--quiet"], dest)
-    if source.exists():
-        common = _git.git(["rev-parse", "--git-common-dir"], source).decode().strip()
-        objects = (source / common / "objects").resolve()
-        (dest / ".git/objects/info/alternates").write_text(f"{objects}\n")
-    refs = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
-    _git.git(["fetch", "--quiet", "--no-tags", url, *refs], dest)
-    return dest
-
-
-def commit_of(repo: Path, ref: str, key: str) -> str:
-    """The commit ``ref`` (the line's ``key``) names in ``repo``, or a UsageError."""
-    try:
-        return _git.resolve_commit(repo, ref)
-    except RepogymError:
-        raise UsageError(f"`{key}` {ref!r} is no commit of the repository") from None

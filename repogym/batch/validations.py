@@ -24,10 +24,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from repogym.batch.lines import Line, RepoSpec, commit_of, private_clone
-from repogym.errors import RepogymError, UsageError
-from repogym.report import error_report, user_error_report
-from repogym.sandbox.process import internal_error_line
+from repogym.batch.lines import Line, RepoSpec
+from repogym.batch.sources import commit_of, local_source, private_clone
+from repogym.errors import RepogymError
+from repogym.report import error_report
+from repogym.tree import git as _git
 from repogym.validate import Validation, validate
 
 Status = Literal["ok", "problem"]
@@ -66,33 +67,34 @@ class ValidationJob(Line[ValidationSpec]):
 
 def validate_job(job: ValidationJob) -> dict[str, Any]:
     """The output line of ``job``: ``valid``, its findings, ``id`` and ``timings``."""
-    started = time.monotonic()
-    timings: dict[str, float] = {"started_at": round(time.time(), 3)}
-    line: dict[str, Any]
-    try:
-        if job.spec is None:
-            raise UsageError(job.problem or f"line {job.line}: not a task")
+
+    def steps(timings: dict[str, float]) -> dict[str, Any]:
+        spec = job.spec
+        assert spec is not None
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="repogym-validation-") as holder:
-            repo = private_clone(job, job.spec, Path(holder) / "repo")
-            commit_of(repo, job.spec.base, "base")
+            repo = private_clone(spec.repo, job.root, (spec.base,), Path(holder) / "repo")
+            base = commit_of(repo, spec.base, "base", local_source(spec.repo, job.root))
             timings["prepare"] = round(time.monotonic() - started, 3)
-            line = _line(_validate(job, job.spec, repo))
+            line = _line(_validate(job, spec, repo, base))
             timings["validate"] = round(time.monotonic() - started - timings["prepare"], 3)
-    except RepogymError as error:
-        line = {"valid": False, "error": user_error_report(error)["error"]}
-    except Exception as error:  # a task's crash is its line, not the run's end
-        line = {"valid": False, "error": _error("internal", internal_error_line(error))}
-    timings["total"] = round(time.monotonic() - started, 3)
-    return {"id": job.id, **line, "timings": timings}
+            return line
+
+    return job.timed(steps, lambda report: {"valid": False, "error": report["error"]})
 
 
-def _validate(job: ValidationJob, spec: ValidationSpec, repo: Path) -> Validation:
+def _validate(job: ValidationJob, spec: ValidationSpec, repo: Path, base: str) -> Validation:
     solution = spec.solution
     if solution is not None and job.path(solution).exists():
         solution = str(job.path(solution))  # a patch file, from the tasks file's directory
+    try:  # by its name where the clone knows it (the findings say it), else its commit
+        _git.resolve_commit(repo, spec.base)
+        named = spec.base
+    except RepogymError:
+        named = base
     return validate(
         repo,
-        base=spec.base,
+        base=named,
         task=job.path(spec.task) if spec.task else None,
         solution=solution,
         repeat=spec.repeat,
