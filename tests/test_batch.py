@@ -439,3 +439,24 @@ def test_a_jobs_repository_by_path_or_url_and_any_name_of_its_commits(tmp_path: 
     message = lines["gone"]["error"]["message"]
     assert message.startswith("`repo` file:///no/such/repo: git fetch failed: "), message
     assert "repogym-job-" not in message
+
+
+def test_a_cancelled_async_consumer_ends_with_its_cancellation(tmp_path: Path) -> None:
+    """A training loop that cancels its consumer mid-batch gets its CancelledError (the
+    generator is closed in the thread it runs in, not beside a step in flight)."""
+    build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    jobs = [{"repo": "bugfix", "base": "main", "ref": "submission", "id": f"{n}"} for n in range(4)]
+
+    async def consume(first: asyncio.Event) -> None:
+        async for _ in repogym.grade_many_async(jobs, executor=Local(2), root=tmp_path):
+            first.set()
+
+    async def cancel_after_the_first_line() -> None:
+        first = asyncio.Event()
+        consumer = asyncio.create_task(consume(first))
+        await first.wait()
+        consumer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+
+    asyncio.run(cancel_after_the_first_line())

@@ -129,11 +129,12 @@ def _driver_ip(address: str | None) -> str | None:
 def _result(ray: Any, ref: Any, job: Work, tries: dict[str, int]) -> dict[str, Any] | None:
     """The line of a finished task; None when its worker was lost and it is to be
     tried again."""
-    lost = (
-        ray.exceptions.WorkerCrashedError,
-        ray.exceptions.NodeDiedError,
-        ray.exceptions.ObjectLostError,
-        ray.exceptions.LocalRayletDiedError,
+    # A worker that died, by a signal or by the node's memory monitor, or its node.
+    names = ("WorkerCrashedError", "NodeDiedError", "ObjectLostError", "LocalRayletDiedError")
+    lost = tuple(
+        getattr(ray.exceptions, name)
+        for name in (*names, "OutOfMemoryError")
+        if hasattr(ray.exceptions, name)
     )
     try:
         line: dict[str, Any] = ray.get(ref)

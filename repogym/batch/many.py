@@ -16,6 +16,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,17 +83,24 @@ async def grade_many_async(
     root: str | os.PathLike[str] = ".",
 ) -> AsyncIterator[dict[str, Any]]:
     """:func:`grade_many` for an event loop (a training loop's rollouts): the grading
-    runs in a thread, and each line is awaited."""
+    runs in a thread of its own, and each line is awaited. Cancelled (or closed), it
+    stops the batch once the wait in flight in that thread returns, without holding up
+    the event loop."""
     lines = grade_many(jobs, executor=executor, root=root)
     end = object()
+    # One thread does every step of the generator, so its close waits for the step in
+    # flight (a generator must not be closed from a thread while it runs in another).
+    thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repogym-grade-many")
+    loop = asyncio.get_running_loop()
     try:
         while True:
-            line = await asyncio.to_thread(next, lines, end)
+            line = await loop.run_in_executor(thread, next, lines, end)
             if line is end:
                 return
             yield line  # type: ignore[misc]
     finally:
-        await asyncio.to_thread(lines.close)
+        thread.submit(lines.close)
+        thread.shutdown(wait=False)
 
 
 @dataclass(slots=True)

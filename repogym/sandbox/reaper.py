@@ -33,6 +33,9 @@ _started: dict[int, int] = {}  # a tracked command's pid -> its start time (cloc
 # The grader's own children (a pool's workers, a training loop's helpers), found as a
 # command starts: pid -> start time, so a reused pid is no longer spared.
 _spared: dict[int, int] = {}
+# What a sweep took for a leftover (pid -> start time): never spared later, should it
+# have outlived the sweep.
+_condemned: dict[int, int] = {}
 _hardened = False
 
 
@@ -82,11 +85,16 @@ def _spare() -> None:
     taken for a leftover."""
     me = os.getpid()
     oldest = min(_started.values(), default=None)
+    for pid, condemned_at in list(_condemned.items()):
+        if _start_time(pid) != condemned_at:
+            del _condemned[pid]  # gone: its pid may be anyone's now
     for process in _processes():
         if process.parent != me or process.pid in _tracked or process.pid in _spared:
             continue
         began = _start_time(process.pid)
         if began is None or (oldest is not None and began >= oldest):
+            continue
+        if _condemned.get(process.pid) == began:
             continue
         if not _carries(process.pid, f"{MARKER}=".encode(), prefix=True):
             _spared[process.pid] = began
@@ -232,6 +240,7 @@ def kill_leftovers(marker: str) -> None:
                 and ((p.parent == me and not _is_spared(p.pid)) or _carries(p.pid, tag))
             ]
             for pid in victims:
+                _condemned[pid] = _start_time(pid) or 0
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
         if not victims:
