@@ -35,6 +35,7 @@ from typing import Any
 
 from repogym.batch.lines import Work
 from repogym.sandbox.process import signals_interrupt
+from repogym.sandbox.reaper import not_dumpable
 
 _LOCKS: tuple[str, str] = ("", "")  # this worker's (turnstile, room), set by _start
 
@@ -64,6 +65,9 @@ class Local:
             for job in jobs:
                 yield job.run()
             return
+        # This process keeps the environment the batch started with, beside commands
+        # that may run as its own user: closed to them, as a grading process is.
+        not_dumpable()
         with tempfile.TemporaryDirectory(prefix="repogym-batch-") as locks:
             yield from run_local(jobs, count, Path(locks))
 
@@ -118,6 +122,7 @@ def _one_pool(
     """Run ``pending`` in a pool until they are done or the pool breaks; the jobs the
     broken pool was running (to be tried again) and those it had not started."""
     context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["repogym.batch._forkserver"])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(locks,))
     running: dict[Future[dict[str, Any]], Work] = {}
     queue = list(pending)
