@@ -42,8 +42,9 @@ class Key:
     scope: str = ""
 
 
-# The most values kept: a grade makes at most three (the pristine base, the benchmark's
-# baseline, the base's runs), so this many outlives every grade of a few bases at once.
+# The most values kept: a grade makes at most four (the pristine base and the rubric's
+# tree where they differ, the benchmark's baseline, the base's runs), so this many
+# outlives every grade of a few bases at once.
 KEEP = 24
 
 _SHARED: OrderedDict[Key, Any] = OrderedDict()
