@@ -24,6 +24,20 @@ Ray within 15 % of ``Local(2)``; the engine at most 0.1 s a job. Run
 
 As root, the commands run as the sandbox user (as in CI); ``REPOGYM_SANDBOX=off`` runs
 them as root instead.
+
+On this machine (2 cores, as root, issue 23), one run:
+
+| executor | wall | jobs/s | vs Local(1) | executor per job |
+| --- | --: | --: | --: | --: |
+| Local(1) | 69.3 s | 2.88 | 1.00x | 0 ms |
+| Local(2) | 35.4 s | 5.65 | 1.96x | 5 ms |
+| Ray, 2 CPUs | 35.2 s | 5.69 | 1.97x | 6 ms |
+
+A job spends 0.275 s in its commands (one pytest run: a task with lists of ids needs no
+runs at the base) and 0.071 s in the engine (the clone sharing the repository's objects,
+the patch, the snapshot, the graders, the report): Local(2) is
+1.96x Local(1), Ray 1.01x Local(2), the engine 0.071 s a job (targets 1.7x, 0.85x,
+0.1 s).
 """
 
 from __future__ import annotations
