@@ -9,9 +9,11 @@ import json
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -460,3 +462,35 @@ def test_a_cancelled_async_consumer_ends_with_its_cancellation(tmp_path: Path) -
             await consumer
 
     asyncio.run(cancel_after_the_first_line())
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(os.geteuid() != 0, reason="the commands run as sandbox users as root only")
+def test_the_workers_of_a_machine_share_a_bases_runs(tmp_path: Path) -> None:
+    """Where every command runs as a sandbox user, the base's runs of the tests are made
+    once on the machine: the first worker that needs them makes them, the other reads
+    them (4 jobs of one base on two workers: the base's two runs, then one a job)."""
+    holder = Path(tempfile.mkdtemp(prefix="repogym-node-runs-"))
+    try:
+        holder.chmod(0o755)
+        build_example_repo("bugfix", holder / "bugfix", solution=True)
+        log = holder / "runs" / "log"
+        log.parent.mkdir()
+        log.touch()
+        log.chmod(0o666)  # each job's commands run as a sandbox user of its own
+        task = (holder / "bugfix/.repogym.yml").read_text()
+        task = task.replace("command: python", f"command: echo run >> {log}; python")
+        start, end = task.index("  pass_to_pass:"), task.index("  timeout:")
+        (holder / "task.yml").write_text(task[:start] + "  pass_to_pass: baseline\n" + task[end:])
+        jobs = holder / "jobs.jsonl"
+        lines = [
+            {"repo": "bugfix", "base": "main", "ref": "submission", "task": "task.yml"}
+            for _ in range(4)
+        ]
+        jobs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        done = run_batch(jobs, "--output", holder / "out.jsonl", "--jobs", "2", check=True)
+        assert done.returncode == 0, done.stderr
+        assert all(line["passed"] for line in lines_of(holder / "out.jsonl").values())
+        assert log.read_text().count("run\n") == 2 + len(lines)
+    finally:
+        shutil.rmtree(holder, ignore_errors=True)

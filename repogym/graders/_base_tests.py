@@ -15,9 +15,10 @@ difference; each more costs a whole run of the suite on every new base, and a te
 fails one run in ten still slips through three. ``added`` alone needs the ids, not the
 outcomes: one run.
 
-**Once per process** for a given repository, base tip, task, hidden tests and
-environment (:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades of
-one base reuse it, as the benchmark's baseline is reused. Runs that came to no results
+**Once per machine** for a given base tip, task, hidden tests and environment where no
+command runs as the grader's user (:mod:`repogym.tree.node_cache`), else once per process
+(:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades of one base, on
+any of its workers, reuse it. Runs that came to no results
 (a timeout, a failed setup) are not kept: the next grade runs the base again.
 
 **Before the submission's runs, never beside them**: the submission's code must not be
@@ -36,6 +37,7 @@ from repogym.graders._test_run import Hidden, TestRun, run_tests
 from repogym.junit import Outcome
 from repogym.task import TestsConfig
 from repogym.tree import baselines as _baselines
+from repogym.tree.node_cache import node_shared
 from repogym.workspace import Workspace
 
 BASE = Sides(code="base", tests="base")
@@ -93,8 +95,12 @@ def base_runs(
             str(times),
         ),
     )
-    runs = _baselines.shared(
-        key, lambda: BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times))
+    runs = node_shared(
+        key,
+        lambda: BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times)),
+        keep=lambda made: made.problem is None,
+        # Out of every command's reach only when none runs as this process's user.
+        safe=runner.switches_user(),
     )
     if runs.problem is not None:
         _baselines.drop(key)  # perhaps the machine's passing trouble: try again next time

@@ -295,6 +295,26 @@ def _lock_directory() -> int:
     return fd
 
 
+def private_directory(name: str) -> Path:
+    """A directory ``name`` of root's, mode 0700, in the slot locks' directory (checked
+    as it is): where what the grading processes of this machine share lies out of every
+    command's reach (repogym.tree.node_cache)."""
+    fd = _lock_directory()
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, mode=0o700, dir_fd=fd)
+        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    finally:
+        os.close(fd)
+    path = lock_directory_path() / name
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o077:
+        raise SandboxError(
+            f"repogym: {path} must be a directory owned by root with mode 0700; remove it "
+            "and run again"
+        )
+    return path
+
+
 # Files
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -277,6 +278,35 @@ def test_a_lock_directory_that_others_can_write_is_refused(
         f"repogym: {locks} must be a directory owned by root with mode 0700 (it is uid 0's,"
         " mode 0755); remove it and run again"
     )
+
+
+@root_only
+@pytest.mark.parametrize("planted", ["open to all", "a link"])
+def test_a_node_cache_directory_that_others_could_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    """What the grading processes of a machine share (the base's runs, issue 23) is read
+    back unchecked: its directory must be root's alone, or a command could plant a value
+    there for the next job's grade."""
+    locks = tmp_path / "locks"
+    locks.mkdir(mode=0o700)
+    monkeypatch.setattr(_sandbox, "lock_directory_path", lambda: locks)
+    if planted == "a link":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        (locks / "node-cache").symlink_to(tmp_path / "elsewhere")
+    else:
+        (locks / "node-cache").mkdir()
+        (locks / "node-cache").chmod(0o777)
+    with pytest.raises(SandboxError) as raised:
+        _sandbox.private_directory("node-cache")
+    assert str(raised.value) == (
+        f"repogym: {locks}/node-cache must be a directory owned by root with mode 0700; "
+        "remove it and run again"
+    )
+    shutil.rmtree(locks / "node-cache", ignore_errors=True)
+    (locks / "node-cache").unlink(missing_ok=True)
+    made = _sandbox.private_directory("node-cache")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700 and made.stat().st_uid == 0
 
 
 # A grader in a process of its own, with a secret in the environment it was started with
