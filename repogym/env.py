@@ -34,10 +34,10 @@ from repogym.actions import (
 from repogym.container.episode import EpisodeRunner
 from repogym.environment import prepare
 from repogym.errors import EnvError, EpisodeLost, WorkspaceError
-from repogym.grading import grade
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
 from repogym.runner import CommandResult, Runner
+from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.links import LinkInTree, open_regular
@@ -179,13 +179,13 @@ class RepoEnv:
         return Workspace(self._root, self.base, self.task, base_ref=self.base_ref)
 
     def _do_submit(self) -> GradeResult:
-        """Grade ``self.workspace``; the result's score is the reward.
-
-        Override it to grade differently (spec: "Writing a grader"). It runs before the
-        workspace is removed. A :class:`WorkspaceError` it raises scores 0; anything else
-        reaches the caller of ``step()``, with the episode still running.
+        """Grade ``self.workspace``, rebuilt in a clone of ``repo`` (never through the
+        workspace's git, which the agent writes: repogym.submission); the result's score
+        is the reward. Override it to grade differently (spec: "Writing a grader"). It
+        runs before the workspace is removed. A :class:`WorkspaceError` it raises scores
+        0; anything else reaches the caller of ``step()``, with the episode still running.
         """
-        return grade(self.workspace.root, base=self.base, task=self.task).result
+        return grade_rebuilt(self.workspace, self.repo, self.task)
 
     def _dispatch(self, action: Action) -> _Outcome:
         if isinstance(action, Submit):

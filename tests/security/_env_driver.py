@@ -19,6 +19,7 @@ from repogym.actions import ReadFile, RunCommand, Submit, WriteFile
 from repogym.env import RepoEnv
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeResult
+from repogym.submission import rebuilt
 
 
 def main(spec_path: str, out_path: str) -> None:
@@ -29,7 +30,8 @@ def main(spec_path: str, out_path: str) -> None:
         # docs/env.md: hidden tests kept out of the repository, graded in _do_submit.
         def _do_submit(self) -> GradeResult:
             graders = [ConstraintGrader(), TestGrader(hidden=hidden)]
-            return CompositeGrader(graders).grade_result(self.workspace)
+            with rebuilt(self.workspace, self.repo) as submission:
+                return CompositeGrader(graders).grade_result(submission)
 
     kind = HiddenTestsEnv if hidden else RepoEnv
     episodes = []

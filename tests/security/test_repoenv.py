@@ -240,3 +240,41 @@ def test_a_dependency_link_is_not_made_through_what_the_agent_left(case: Case) -
     assert sorted(p.name for p in case.sentinel.iterdir()) == ["keep.txt", "lib"]
     assert list((case.sentinel / "lib").iterdir()) == []
     assert not problems, "\n".join(problems)
+
+
+FORGE = textwrap.dedent(
+    r"""
+    import hashlib, os, zlib
+
+    # The base's test file (as checked out, its blob's id is that of its bytes), with
+    # tests that all pass under the same id: git does not check a loose object against
+    # its id when it reads it.
+    with open("tests/test_slugify.py", "rb") as base:
+        data = base.read()
+    sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    forged = b"import pytest\n" + b"\n".join([
+        b"def test_accents_are_transliterated(): pass",
+        b"@pytest.mark.parametrize('title', ['hello, world', 'cr\\xe8me br\\xfbl\\xe9e'])",
+        b"def test_examples(title): pass",
+        b"def test_ascii(): pass",
+    ]) + b"\n"
+    folder = os.path.join(".git", "objects", sha[:2])
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, sha[2:]), "wb") as out:
+        out.write(zlib.compress(b"blob %d\0" % len(forged) + forged))
+    print("planted", sha)
+    """
+)
+
+
+def test_a_base_object_forged_in_the_workspace_does_not_grade(case: Case) -> None:
+    """The agent writes its workspace's ``.git`` too: a loose object under the id of the
+    base's test file, with tests that pass, would be what the grader puts back from the
+    base if it read the base through the workspace (it scored 1.0, issue 23)."""
+    case.base()
+    # The script leaves the tree as it found it: only its .git differs.
+    episode = [["write", "forge.py", FORGE], ["run", "python3 forge.py; rm forge.py"], ["submit"]]
+    steps, problems = run_episodes(case, [episode])
+    assert steps[0][1][0].startswith("planted "), steps[0]
+    assert rewards(steps) == [0.0], steps
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,92 @@
+"""An agent's submission rebuilt where its grade can trust the base (issue 23).
+
+RepoEnv's agent runs its commands in its workspace, ``.git`` included: it can write a
+loose object there under the id of one of the base's blobs, with other bytes (git does
+not check an object against its id when it reads it), and every later read of the base
+through the workspace, the tests the grader puts back from the base among them, would
+get its bytes. Found in review: a planted test file whose tests all pass scored 1.0.
+
+So the grade never reads the workspace's git. :func:`rebuild` takes the submission as
+the grade would (its snapshot: every file git lists, tracked or untracked and not
+ignored, by content), and writes it into a fresh clone of the environment's own
+repository at the base, whose objects no command writes: the base, the rubric and
+everything put back from them come from there. The clone's index stays the base's; a
+file the submission adds that git would ignore there (one the agent added by force) is
+added to it, and so is a gitlink the agent changed, so that the clone's snapshot holds
+exactly the workspace's files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from repogym.grading import grade
+from repogym.models import GradeResult
+from repogym.task import Task
+from repogym.tree import git as _git
+from repogym.tree.store import GITLINK, SYMLINK, split_z
+from repogym.workspace import Workspace, clone_at
+
+
+def grade_rebuilt(workspace: Workspace, repo: Path, task: Task) -> GradeResult:
+    """The grade of ``workspace``'s submission, rebuilt in a clone of ``repo``."""
+    with rebuilt(workspace, repo) as trusted:
+        return grade(trusted.root, base=workspace.base, task=task).result
+
+
+@contextlib.contextmanager
+def rebuilt(workspace: Workspace, repo: Path) -> Iterator[Workspace]:
+    """``workspace``'s submission rebuilt in a clone of ``repo``, as a Workspace to grade
+    (a custom grade of RepoEnv's, docs/env.md); removed on the way out."""
+    with tempfile.TemporaryDirectory(prefix="repogym-submit-") as holder:
+        tree = rebuild(workspace, repo, Path(holder) / "repo")
+        yield Workspace(tree, workspace.base, workspace.task, base_ref=workspace.base_ref)
+
+
+def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:
+    """``workspace``'s submission in a new clone of ``repo`` at ``dest`` (see the module);
+    ``dest``."""
+    _git.toplevel(workspace.root)  # a tree the agent broke beyond grading says so
+    snapshot = workspace.snapshot()
+    entries = dict(snapshot.entries)
+    files = dest.parent / f"{dest.name}-files"
+    workspace.copy(files)
+    clone_at(repo, workspace.base, dest)
+    for child in dest.iterdir():
+        if child.name != ".git":
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    for child in files.iterdir():
+        child.rename(dest / child.name)
+    files.rmdir()
+    listed = _git.git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], dest)
+    forced = [p for p in split_z(listed) if p in entries and entries[p].mode != GITLINK]
+    links = [p for p, e in entries.items() if e.mode == GITLINK]
+    index = [_raw_blob(dest, p, entries[p].mode) for p in forced]
+    index += [f"{GITLINK} {entries[p].sha}\t{p}" for p in links]
+    if index:
+        info = "".join(f"{line}\0" for line in index).encode("utf-8", "surrogateescape")
+        _git.git(["update-index", "-z", "--add", "--index-info"], dest, stdin=info)
+    return dest
+
+
+def _raw_blob(repo: Path, path: str, mode: str) -> str:
+    """``path``'s bytes as a blob of ``repo``'s own (no attribute converts them, and an id
+    the repository already has is never written again); its index line."""
+    file = repo / path
+    data = os.fsencode(file.readlink()) if mode == SYMLINK else file.read_bytes()
+    header = b"blob %d\0" % len(data)
+    fmt = _git.git(["rev-parse", "--show-object-format"], repo).decode().strip() or "sha1"
+    sha = hashlib.new(fmt, header + data).hexdigest()
+    target = repo / ".git" / "objects" / sha[:2] / sha[2:]
+    known = _git.run(["cat-file", "-e", sha], repo).returncode == 0
+    if not known:
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(zlib.compress(header + data))
+    return f"{mode} {sha}\t{path}"
