@@ -176,7 +176,7 @@ class RepoEnv:
             # The commands' tree is copied back from their container when it is read
             # (issue 23); EpisodeLost when it cannot be.
             self._left_out = self.runner.sync() or self._left_out
-        return Workspace(self._root, self.base, self.task, base_ref=self.base_ref)
+        return Workspace(self._root, self.base, self.task, base_ref=self.base_ref, shared=False)
 
     def _do_submit(self) -> GradeResult:
         """Grade ``self.workspace``, rebuilt in a clone of ``repo`` (never through the

@@ -57,6 +57,7 @@ class Workspace:
         rubric: str | None = None,
         leave_out: Collection[str] = (),
         runner: Runner | ContainerRunner | None = None,
+        shared: bool = True,
     ) -> None:
         self.root = root
         self.base = base
@@ -65,6 +66,11 @@ class Workspace:
         self.task = task
         self.leave_out = frozenset(leave_out)
         self.runner = runner
+        # Whether what is made of its base may be shared with the process's other grades
+        # (repogym.tree.baselines): not when the repository's git is the submission's to
+        # write, as RepoEnv's workspace is (issue 23), whose base it could forge.
+        self.shared = shared
+        self._own_trees: dict[str, Path] = {}
 
     def command_runner(self) -> Runner | ContainerRunner:
         """What runs the task's commands in this grade: the runner given (``grade()``
@@ -115,14 +121,22 @@ class Workspace:
 
     @property
     def baseline(self) -> Path:
-        """A pristine tree of ``base``, outside ``root``, materialised once per process."""
-        return materialise(self.root, self.base)
+        """A pristine tree of ``base``, outside ``root``, materialised once per process
+        (once per Workspace when it is not ``shared``)."""
+        return self._tree(self.base)
 
     @property
     def rubric_tree(self) -> Path:
         """A pristine tree of ``rubric`` (where hidden tests and custom graders are read),
-        outside ``root``, materialised once per process."""
-        return materialise(self.root, self.rubric)
+        outside ``root``, materialised as :attr:`baseline` is."""
+        return self._tree(self.rubric)
+
+    def _tree(self, commit: str) -> Path:
+        if self.shared:
+            return materialise(self.root, commit)
+        if commit not in self._own_trees:
+            self._own_trees[commit] = export_tree(self.root, commit, prefix="repogym-baseline-")
+        return self._own_trees[commit]
 
     def changed_files(self) -> tuple[str, ...]:
         """Every path the submission added, modified or deleted, sorted (renames are a

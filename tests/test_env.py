@@ -517,3 +517,49 @@ def test_task_from_a_path_and_repo_from_a_subdirectory(bugfix: Path, tmp_path: P
         observation, info = env.reset()
         assert sha[:12] in observation["output"]
         assert (info["workspace"] / TASK_FILE).is_file()
+
+
+# Ties in the order first seen, not alphabetically: the hidden test fails.
+NO_TIE_BREAK = """import re
+from collections import Counter
+
+
+def words(text):
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def word_count(text):
+    return len(words(text))
+
+
+def top_words(text, n):
+    return Counter(words(text)).most_common(n)
+"""
+FORGE_HIDDEN = """git rev-parse HEAD:.repogym/hidden/tests/test_top_words_hidden.py > /tmp/sha
+python3 - <<'EOF'
+import os, zlib
+sha = open("/tmp/sha").read().strip()
+forged = b"def test_ties_break_alphabetically():\\n    pass\\n"
+os.makedirs(os.path.join(".git", "objects", sha[:2]), exist_ok=True)
+with open(os.path.join(".git", "objects", sha[:2], sha[2:]), "wb") as out:
+    out.write(zlib.compress(b"blob %d\\0" % len(forged) + forged))
+EOF"""
+
+
+def test_a_rubric_forged_in_the_workspace_is_not_kept_for_the_grade(tmp_path: Path) -> None:
+    """The agent plants a loose object under the id of the base's hidden test, then the
+    caller reads ``env.workspace.rubric_tree`` (through the workspace's git: the forged
+    test): that tree must not become the one the process's grades share, from which the
+    Submit's grade injects the hidden tests (issue 23)."""
+    repo = build_example_repo("feature", tmp_path / "feature", solution=False)
+    with RepoEnv(repo, base="main") as env:
+        env.reset()
+        env.step(WriteFile("src/textstats/words.py", NO_TIE_BREAK))
+        init = EXAMPLES / "feature/solution/src/textstats/__init__.py"
+        env.step(WriteFile("src/textstats/__init__.py", init.read_text()))
+        assert env.step(RunCommand(FORGE_HIDDEN))[0]["exit_code"] == 0
+        hidden = env.workspace.rubric_tree / ".repogym/hidden/tests/test_top_words_hidden.py"
+        assert hidden.read_text() == "def test_ties_break_alphabetically():\n    pass\n"
+        *_, info = env.step(Submit())
+    [tests] = [c for c in info["result"].components if c.name == "tests"]
+    assert tests.score == pytest.approx(2 / 3), tests.messages

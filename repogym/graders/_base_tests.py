@@ -95,9 +95,15 @@ def base_runs(
             str(times),
         ),
     )
+
+    def make() -> BaseRuns:
+        return BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times))
+
+    if not workspace.shared:
+        return make()
     runs = node_shared(
         key,
-        lambda: BaseRuns(run_tests(workspace, config, runner, hidden, BASE, times=times)),
+        make,
         keep=lambda made: made.problem is None,
         # Out of every command's reach only when none runs as this process's user.
         safe=runner.switches_user(),

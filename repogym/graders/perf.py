@@ -109,6 +109,8 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
         depends_on=(workspace.task.digest,),
         scope=runner.scope if isinstance(runner, ContainerRunner) else "",
     )
+    if not workspace.shared:
+        return _make_baseline(workspace, runner)
     return _baselines.shared(key, lambda: _make_baseline(workspace, runner))
 
 
