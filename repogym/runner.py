@@ -208,6 +208,7 @@ class Runner:
         try:
             process = _reaper.start(
                 ["/bin/sh", "-c", command],
+                spare=session.uid is None,  # swept by kill_leftovers below
                 cwd=cwd,
                 env=full_env,
                 stdin=subprocess.DEVNULL,

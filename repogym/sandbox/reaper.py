@@ -67,11 +67,14 @@ def not_dumpable() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def start(args: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen(args, **options)``, tracked until :func:`forget`. The children
-    this process already has are its own and spared by every sweep (:func:`_spare`)."""
+def start(args: Sequence[str], *, spare: bool = False, **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(args, **options)``, tracked until :func:`forget`. With
+    ``spare`` (a command whose leftovers :func:`kill_leftovers` will sweep), the children
+    this process already has are first taken for its own, which no sweep kills
+    (:func:`_spare`)."""
     with _lock:
-        _spare()
+        if spare:
+            _spare()
         process = subprocess.Popen(args, **options)
         _tracked.add(process.pid)
         _started[process.pid] = _start_time(process.pid) or 0
