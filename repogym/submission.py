@@ -19,11 +19,8 @@ exactly the workspace's files.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import shutil
 import tempfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,10 +55,7 @@ def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:
     entries = dict(snapshot.entries)
     files = dest.parent / f"{dest.name}-files"
     workspace.copy(files)
-    clone_at(repo, workspace.base, dest)
-    for child in dest.iterdir():
-        if child.name != ".git":
-            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    clone_at(repo, workspace.base, dest, files=False)
     for child in files.iterdir():
         child.rename(dest / child.name)
     files.rmdir()
@@ -77,16 +71,9 @@ def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:
 
 
 def _raw_blob(repo: Path, path: str, mode: str) -> str:
-    """``path``'s bytes as a blob of ``repo``'s own (no attribute converts them, and an id
-    the repository already has is never written again); its index line."""
+    """``path``'s bytes as a blob of ``repo``'s own, no attribute converting them (its id
+    is that of the bytes: nothing written so can stand in for another); its index line."""
     file = repo / path
     data = os.fsencode(file.readlink()) if mode == SYMLINK else file.read_bytes()
-    header = b"blob %d\0" % len(data)
-    fmt = _git.git(["rev-parse", "--show-object-format"], repo).decode().strip() or "sha1"
-    sha = hashlib.new(fmt, header + data).hexdigest()
-    target = repo / ".git" / "objects" / sha[:2] / sha[2:]
-    known = _git.run(["cat-file", "-e", sha], repo).returncode == 0
-    if not known:
-        target.parent.mkdir(exist_ok=True)
-        target.write_bytes(zlib.compress(header + data))
-    return f"{mode} {sha}\t{path}"
+    written = _git.git(["hash-object", "-w", "--no-filters", "--stdin"], repo, stdin=data)
+    return f"{mode} {written.decode().strip()}\t{path}"

@@ -356,8 +356,11 @@ def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = Non
     return holder / "tree"
 
 
-def clone_at(repo: Path, commit: str, dest: Path, *, shared: bool = True) -> Path:
-    """A git work tree at ``dest``, checked out (detached) at ``commit``.
+def clone_at(
+    repo: Path, commit: str, dest: Path, *, shared: bool = True, files: bool = True
+) -> Path:
+    """A git work tree at ``dest``, checked out (detached) at ``commit``; without
+    ``files``, its index at ``commit`` and no file written (the caller writes them).
 
     It borrows ``repo``'s objects read-only (``--shared``) and has no remote, so nothing
     done in it, a ``git push`` included, reaches ``repo``. Without ``shared`` it has
@@ -365,6 +368,9 @@ def clone_at(repo: Path, commit: str, dest: Path, *, shared: bool = True) -> Pat
     """
     how = "--shared" if shared else "--no-hardlinks"
     _git.git(["clone", how, "--no-checkout", "--quiet", "--", str(repo), str(dest)], repo)
-    _git.git(["checkout", "--quiet", "--detach", commit], dest)
+    if files:
+        _git.git(["checkout", "--quiet", "--detach", commit], dest)
+    else:
+        _git.git(["reset", "--quiet", commit], dest)
     _git.git(["remote", "remove", "origin"], dest)
     return dest
