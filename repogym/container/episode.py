@@ -64,7 +64,7 @@ from repogym.container.engine import (
     sweep,
 )
 from repogym.container.episode_exec import Exec
-from repogym.container.keeper import KEEPER_LIFE, UNPACK_FROM, unpack
+from repogym.container.keeper import KEEPER_LIFE, UNPACK_FROM, tmpfs_volume, unpack
 from repogym.errors import EngineError, EpisodeLost
 from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, check_timeout
 from repogym.task._environment import Limits
@@ -138,17 +138,7 @@ class EpisodeRunner:
 
     def _volume(self) -> str:
         room = f"size={rooms(self.limits)[0]},nr_inodes={self.entries}"
-        volume = self.client.api.create_volume(
-            name=f"repogym-{uuid.uuid4().hex}-episode",
-            driver="local",
-            driver_opts={
-                "type": "tmpfs",
-                "device": "tmpfs",
-                "o": f"{room},uid={UID},gid={UID},mode=0755,nosuid,nodev",
-            },
-            labels=labels(KEEPER_LIFE),
-        )
-        return str(volume["Name"])
+        return tmpfs_volume(self.client, f"repogym-{uuid.uuid4().hex}-episode", room)
 
     def _start_container(self, episode: _Episode) -> None:
         docker = docker_module()

@@ -56,20 +56,27 @@ class Keeper:
 
 def make_volumes(client: Any, scope: str, index: int, limits: Limits) -> Keeper:
     """The volumes of a runner's keeper number ``index``, the keeper not yet started."""
-    made = []
-    for slot in range(POOL):
-        volume = client.api.create_volume(
-            name=f"repogym-{scope}-{index}-{slot}",
-            driver="local",
-            driver_opts={
-                "type": "tmpfs",
-                "device": "tmpfs",
-                "o": f"size={limits.disk},uid={UID},gid={UID},mode=0755,nosuid,nodev",
-            },
-            labels=labels(KEEPER_LIFE),
-        )
-        made.append(volume["Name"])
+    made = [
+        tmpfs_volume(client, f"repogym-{scope}-{index}-{slot}", f"size={limits.disk}")
+        for slot in range(POOL)
+    ]
     return Keeper(container="", attach=None, names=made, free=made[::-1])
+
+
+def tmpfs_volume(client: Any, name: str, room: str) -> str:
+    """A volume ``name`` held in memory (``room``: its tmpfs size options), owned by the
+    commands' user, labelled with its owner and expiry for the sweep; its name."""
+    volume = client.api.create_volume(
+        name=name,
+        driver="local",
+        driver_opts={
+            "type": "tmpfs",
+            "device": "tmpfs",
+            "o": f"{room},uid={UID},gid={UID},mode=0755,nosuid,nodev",
+        },
+        labels=labels(KEEPER_LIFE),
+    )
+    return str(volume["Name"])
 
 
 def start_keeper(client: Any, image: str, keeper: Keeper) -> None:
