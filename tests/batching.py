@@ -43,6 +43,18 @@ tests:
 """
 
 
+def one_test_repo(repo: Path, task: str) -> Path:
+    """A repository at ``repo`` whose base (``main``) has ``task`` and one test that
+    passes, ``tests/test_x.py::test_x``: a task whose command is the point."""
+    (repo / "tests").mkdir(parents=True)
+    (repo / ".repogym.yml").write_text(task)
+    (repo / "tests/test_x.py").write_text("def test_x():\n    pass\n")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "base")
+    return repo
+
+
 def twenty_jobs(root: Path, *, node: bool = True) -> Path:
     """The same 20 jobs for every executor (issue 23): the bugfix example's solution as
     a ref, a patch and a tree, an empty patch and a wrong fix; the feature example
@@ -74,13 +86,7 @@ def twenty_jobs(root: Path, *, node: bool = True) -> Path:
         "submission",
     )
     git(repos["bugfix"], "worktree", "add", "--quiet", "--detach", str(root / "tree"), "submission")
-    hang = root / "hang"
-    (hang / "tests").mkdir(parents=True)
-    (hang / ".repogym.yml").write_text(HANG_TASK)
-    (hang / "tests/test_x.py").write_text("def test_x():\n    pass\n")
-    git(hang, "init", "--quiet", "--initial-branch=main")
-    git(hang, "add", "--all")
-    git(hang, "commit", "--quiet", "-m", "a test command that never ends")
+    one_test_repo(root / "hang", HANG_TASK)
     bugfix = {"repo": "bugfix", "base": "main"}
     feature = {"repo": "feature", "base": "main"}
     lines: list[dict[str, Any]] = [
@@ -174,6 +180,23 @@ def run_repogym(*args: str | Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=BACKSTOP,
     )
+
+
+def interrupted(command: list[str], fifo: Path) -> tuple[subprocess.Popen[str], str]:
+    """Run ``command`` (a batch whose slow job's test reads ``fifo``); once that test
+    runs, SIGINT the batch; the batch, ended, and its stderr. The test's other end is
+    checked closed first: it did not outlive the batch."""
+    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
+        batch.send_signal(signal.SIGINT)
+        _, err = batch.communicate(timeout=BACKSTOP)
+        assert [pid for pid in readers(fifo) if pid != os.getpid()] == []
+        os.close(held)
+    finally:
+        if batch.poll() is None:
+            batch.kill()
+    return batch, err
 
 
 def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:

@@ -31,10 +31,11 @@ from tests.batching import (
     comparable,
     fifo_path,
     git,
+    interrupted,
     kill_the_worker_of_the_slow_job,
     lines_of,
     make_perf_repo,
-    readers,
+    one_test_repo,
     release,
     run_batch,
     status,
@@ -156,19 +157,7 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
     jobs.write_text("\n".join(reversed(lines)) + "\n")  # the quick job first
     output = tmp_path / "out.jsonl"
     command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output)]
-    batch = subprocess.Popen(
-        [*command, "-j", workers], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
-        batch.send_signal(signal.SIGINT)
-        _, err = batch.communicate(timeout=BACKSTOP)
-        # Its other end still open here: the slow job's test did not outlive the batch.
-        assert [pid for pid in readers(fifo) if pid != os.getpid()] == []
-        os.close(held)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
+    batch, err = interrupted([*command, "-j", workers], fifo)
     assert batch.returncode == 130, err
     assert "repogym: interrupted by SIGINT" in err
     if workers == "1":
@@ -183,18 +172,7 @@ def test_ctrl_c_stops_a_batch_whose_other_worker_is_idle(tmp_path: Path, fifo: P
     jobs = blocking_jobs(tmp_path, fifo)
     jobs.write_text(jobs.read_text().splitlines()[0] + "\n")  # the slow job alone
     command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(tmp_path / "o")]
-    batch = subprocess.Popen(
-        [*command, "-j", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
-        batch.send_signal(signal.SIGINT)
-        _, err = batch.communicate(timeout=BACKSTOP)
-        assert [pid for pid in readers(fifo) if pid != os.getpid()] == []
-        os.close(held)
-    finally:
-        if batch.poll() is None:
-            batch.kill()
+    batch, err = interrupted([*command, "-j", "2"], fifo)
     assert batch.returncode == 130, err
     assert lines_of(tmp_path / "o") == {}
 
@@ -229,13 +207,7 @@ def test_only_the_job_whose_worker_dies_twice_is_an_error(tmp_path: Path) -> Non
     """A job that kills its worker takes the pool's other workers with it: the jobs that
     were running are tried again one at a time, so the one beside it is graded, and the
     one that kills its worker again is the only error."""
-    crasher = tmp_path / "crasher"
-    (crasher / "tests").mkdir(parents=True)
-    (crasher / ".repogym.yml").write_text(CRASHER)
-    (crasher / "tests/test_x.py").write_text("def test_x():\n    pass\n")
-    git(crasher, "init", "--quiet", "--initial-branch=main")
-    git(crasher, "add", "--all")
-    git(crasher, "commit", "--quiet", "-m", "a test command that kills its grader")
+    one_test_repo(tmp_path / "crasher", CRASHER)
     build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
     jobs = [
         {"repo": "bugfix", "base": "main", "ref": "submission", "id": "beside"},

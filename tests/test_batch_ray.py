@@ -6,6 +6,7 @@ said so."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -39,6 +40,17 @@ def fifo() -> Iterator[Path]:
     yield from fifo_path()
 
 
+@contextlib.contextmanager
+def local_ray() -> Iterator[None]:
+    """A Ray of 2 CPUs in this process, bound to 127.0.0.1 (Ray would pick the machine's
+    other address), shut down after."""
+    ray.init(num_cpus=2, _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 def _jobs(file: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in file.read_text().splitlines() if line.startswith("{")]
 
@@ -47,12 +59,9 @@ def test_grade_many_on_ray_in_process_gives_the_local_reports(twenty: tuple[Path
     file, one_worker = twenty
     # The line that is not JSON is no job of grade_many's.
     local = {i: comparable(line) for i, line in lines_of(one_worker).items() if not i.isdigit()}
-    ray.init(num_cpus=2, _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False)
-    try:
+    with local_ray():
         graded = repogym.grade_many(_jobs(file), executor=Ray(), root=file.parent)
         on_ray = {line["id"]: comparable(line) for line in graded}
-    finally:
-        ray.shutdown()
     assert on_ray == local
 
 
@@ -62,14 +71,11 @@ def test_validate_many_on_ray_in_process_gives_the_local_lines(tmp_path: Path) -
         line["id"]: line
         for line in repogym.batch.validate_many(tasks, executor=Local(1), root=tmp_path)
     }
-    ray.init(num_cpus=2, _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False)
-    try:
+    with local_ray():
         on_ray = {
             line["id"]: line
             for line in repogym.batch.validate_many(tasks, executor=Ray(), root=tmp_path)
         }
-    finally:
-        ray.shutdown()
     assert {i for i, line in on_ray.items() if line["valid"]} == {"ref", "patch"}
     assert {i: comparable(v) for i, v in on_ray.items()} == {
         i: comparable(v) for i, v in local.items()
