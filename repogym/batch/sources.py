@@ -90,8 +90,9 @@ def has_perf(repo: str, root: str, base: str, task: str | None) -> bool:
     try:
         if task is not None:
             return load_task(Path(task)).perf is not None
-        source = local_source(repo, root) or _mirror(repo, base)
-        name = _URL_HEAD if base == "HEAD" and local_source(repo, root) is None else base
+        local = local_source(repo, root)
+        name = _URL_HEAD if base == "HEAD" and local is None else base
+        source = local or _mirror(repo, base)
         return load_task(None, repo=source, commit=name, ref=base).perf is not None
     except (RepogymError, OSError):
         return True  # read where it runs: assume the worst here
