@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
 
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
+from repogym.graders import perf_measure
 from repogym.graders.base import BuiltinGrader
-from repogym.models import Finding, GradeComponent
+from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score, undecided
+from repogym.graders.perf_report import PerfFailure as _Failure
+from repogym.models import GradeComponent
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
 from repogym.task import PerfConfig
@@ -48,18 +52,13 @@ from repogym.tree import baselines as _baselines
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, export_tree
 
-Side = Literal["baseline", "candidate"]
-SIDES: tuple[Side, Side] = ("baseline", "candidate")
-SHORT_RUN = 0.5  # seconds: below this, interpreter start-up dominates (spec)
+__all__ = ["PerfGrader", "perf_baseline", "perf_score"]
+
 _PYCACHE = "PYTHONPYCACHEPREFIX"
-
-
-def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
-    """The spec's log-scaled score of ``speedup`` (0 below ``noise_floor``, 1 from
-    ``min_speedup`` on)."""
-    if speedup < noise_floor:
-        return 0.0
-    return min(1.0, math.log(speedup / noise_floor) / math.log(min_speedup / noise_floor))
+# A variable of random length in each run's environment, which moves the stack: a
+# layout that happens to suit one side's code must not pass for a speed-up (hyperfine).
+PAD = "REPOGYM_PERF_PAD"
+PAD_MAX = 4096
 
 
 class PerfGrader(BuiltinGrader):
@@ -73,7 +72,7 @@ class PerfGrader(BuiltinGrader):
         if config is None:
             raise ValueError("the task has no `perf` section")
         runner = self.runner or workspace.command_runner()
-        timings = _Timings()
+        timings = Runs()
         try:
             copies = copies_dir(workspace.snapshot().size)
             with tempfile.TemporaryDirectory(prefix="repogym-perf-", dir=copies) as scratch:
@@ -84,13 +83,13 @@ class PerfGrader(BuiltinGrader):
                     "candidate": _set_up(runner, workspace, candidate, "candidate"),
                 }
                 caches = _bytecode_caches(runner, Path(scratch) / "pycache")
-                _measure(_Bench(runner, config, trees, caches), config, timings)
+                _measure(_Bench(runner, config, trees, caches, timings), config, timings)
         except _Failure as failure:
-            return _component(config, timings, failure)
+            return component(config, timings, failure)
         finally:
             if isinstance(runner, ContainerRunner):
                 _baselines.forget(runner.scope)
-        return _component(config, timings, None)
+        return component(config, timings, None)
 
 
 # -- the baseline, once per process ----------------------------------------------------
@@ -161,74 +160,123 @@ def _bytecode_caches(runner: AnyRunner, root: Path) -> dict[Side, dict[str, str]
 # -- timing ------------------------------------------------------------------------------
 
 
-class _Failure(Exception):
-    """Why there is no speed-up to score, the run that shows it, and the task key of the
-    command that failed (a finding's title)."""
-
-    def __init__(
-        self, problem: str, run: CommandResult | None = None, key: str = "command"
-    ) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.run = run
-        self.key = key
-
-
-@dataclass(slots=True)
-class _Timings:
-    """Every counted time of each side in run order, and the order of each pair."""
-
-    times: dict[Side, list[float]] = field(default_factory=lambda: {s: [] for s in SIDES})
-    order: list[tuple[Side, Side]] = field(default_factory=list)
-
-
 @dataclass(frozen=True, slots=True)
 class _Bench:
     runner: AnyRunner
     config: PerfConfig
     trees: dict[Side, Path]
     env: dict[Side, dict[str, str]]
+    runs: Runs
 
     def time(self, side: Side, which: str) -> float:
-        """Run the benchmark once on ``side``: its time in seconds, or a ``_Failure``."""
+        """Run the benchmark once on ``side``: its figure (seconds, instructions or bytes),
+        or a ``_Failure``."""
         # The candidate's copy is its own to write; the baseline is read-only to it.
         writable = [Path(p) for p in self.env[side].values()]
         if side == "candidate":
             writable.append(self.trees[side])
+        command, what = self.config.command, self.config.wrapped
+        if what is not None:
+            in_container = isinstance(self.runner, ContainerRunner)
+            command = perf_measure.wrapped(command, what, in_container=in_container)
+        pad = "x" * random.randrange(PAD_MAX)
         result = self.runner.run(
-            self.config.command,
+            command,
             self.trees[side],
             timeout=self.config.timeout,
-            env=self.env[side],
+            env={**self.env[side], PAD: pad},
             writable=writable,
         )
+        figures = None
+        if what is not None:
+            result, figures = perf_measure.taken(replace(result, command=self.config.command))
+            _no_counter(figures, result)
         _notfound.check_run(self.runner, result, "perf.command")
         where = f"the {side} benchmark ({which})"
         if result.timed_out:
             raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)
         if result.exit_code != 0:
             raise _Failure(f"{where} exited with code {result.exit_code}", result)
-        if self.config.timing == "wall":
-            seconds = result.duration
+        if figures is not None or what is not None:
+            figure = self._figure(figures, result, where)
+        elif self.config.timing == "wall":
+            figure = result.duration
         else:
-            seconds = _reported_seconds(result, where)
-        if not math.isfinite(seconds):
-            raise _Failure(f"{where} took a non-finite time ({seconds!r})", result)
-        if seconds <= 0:
-            raise _Failure(f"{where} took a non-positive time ({seconds!r} s)", result)
-        return seconds
+            figure = _reported_seconds(result, where)
+        timed = "time" in self.config.figure
+        what, unit = ("time", " s") if timed else (self.config.figure, "")
+        if not math.isfinite(figure):
+            raise _Failure(f"{where} took a non-finite {what} ({figure!r})", result)
+        if figure <= 0:
+            raise _Failure(f"{where} took a non-positive {what} ({figure!r}{unit})", result)
+        return figure
+
+    def _figure(
+        self, figures: perf_measure.Figures | None, result: CommandResult, where: str
+    ) -> float:
+        """The figure the config asks for, from the measurer's line."""
+        if figures is None:
+            raise _Failure(
+                f"{where} ended without the measurer's figures (its last line of stdout): "
+                "the measurer was killed or its output cut",
+                result,
+            )
+        if figures.counter == "valgrind" and (figures.left or figures.uncounted):
+            raise _Failure(
+                f"{where} left {figures.left} process(es) running and {figures.uncounted} "
+                "ended before Valgrind counted them: with `timing: instructions` every "
+                "process of the benchmark must end on its own before the benchmark does",
+                result,
+            )
+        self.runs.counter = figures.counter or self.runs.counter
+        value = {
+            "cpu": figures.cpu_ns and figures.cpu_ns / 1e9,
+            "instructions": figures.instructions,
+            "peak_memory": figures.peak_bytes,
+        }[self.config.wrapped or ""]
+        if value is None:
+            raise _Failure(
+                f"{where}: the kernel gave no {self.config.figure} here (no cgroup "
+                "accounting in the container): use another `perf.timing`",
+                result,
+            )
+        return float(value)
 
 
-def _measure(bench: _Bench, config: PerfConfig, timings: _Timings) -> None:
-    """Warm-up rounds, then ``runs`` interleaved pairs, recorded into ``timings``."""
+def _no_counter(figures: perf_measure.Figures | None, result: CommandResult) -> None:
+    if figures is not None and figures.error == "no-counter":
+        raise _Failure(
+            "`timing: instructions` needs hardware performance counters or Valgrind, and "
+            "neither is here: install valgrind (apt-get install valgrind), in the "
+            "environment's image when the task names one",
+            result,
+            key="timing",
+        )
+
+
+def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
+    """Warm-up rounds, then interleaved pairs, recorded into ``runs``: ``runs`` of them,
+    or with ``runs: auto`` from ``AUTO_FIRST`` on until the interval of the pairs' ratio
+    has decided every decision point or a cap is reached."""
     for index in range(config.warmup):
         for side in SIDES:
             bench.time(side, f"warm-up run {index + 1} of {config.warmup}")
-    for index in range(config.runs):
+    start = time.monotonic()
+    total = config.max_runs if config.auto else config.first_runs
+    for index in range(total):
+        if index >= config.first_runs:
+            if not undecided(config, runs.interval()):
+                return
+            if time.monotonic() - start >= config.max_seconds:
+                runs.cap = "max_seconds"
+                return
         order = SIDES if index % 2 == 0 else (SIDES[1], SIDES[0])
-        timings.order.append(order)
+        runs.order.append(order)
+        which = f"pair {index + 1} of {'at most ' if config.auto else ''}{total}"
         for side in order:
-            timings.times[side].append(bench.time(side, f"pair {index + 1} of {config.runs}"))
+            runs.times[side].append(bench.time(side, which))
+    if config.auto and undecided(config, runs.interval()):
+        runs.cap = "max_runs"
 
 
 def _reported_seconds(result: CommandResult, where: str) -> float:
@@ -263,88 +311,3 @@ def _reported_seconds(result: CommandResult, where: str) -> float:
         f'{where} reported no time: no line of its stdout is a {{"seconds": x}} JSON object',
         result,
     )
-
-
-# -- the component -----------------------------------------------------------------------
-
-
-def _component(config: PerfConfig, timings: _Timings, failure: _Failure | None) -> GradeComponent:
-    details: dict[str, Any] = {
-        "command": config.command,
-        "timing": config.timing,
-        "runs": config.runs,
-        "warmup": config.warmup,
-        "noise_floor": config.noise_floor,
-        "min_speedup": config.min_speedup,
-        "baseline_times": list(timings.times["baseline"]),
-        "candidate_times": list(timings.times["candidate"]),
-        "order": [list(pair) for pair in timings.order],
-    }
-    if failure is not None:
-        messages = [f"score 0: {failure.problem}"]
-        if failure.run is not None and failure.run.tail():
-            messages.append("output tail:\n" + failure.run.tail())
-        return GradeComponent(
-            name=PerfGrader.name,
-            score=0.0,
-            passed=False,
-            details=details,
-            messages=messages,
-            findings=[Finding(title=failure.key, message=f"score 0: {failure.problem}")],
-        )
-    fastest = {side: min(timings.times[side]) for side in SIDES}
-    speedup = fastest["baseline"] / fastest["candidate"]
-    details.update(
-        baseline_min=fastest["baseline"], candidate_min=fastest["candidate"], speedup=speedup
-    )
-    score = perf_score(speedup, config.noise_floor, config.min_speedup)
-    passed = speedup >= config.min_speedup
-    messages = _messages(config, fastest, speedup, passed)
-    return GradeComponent(
-        name=PerfGrader.name,
-        score=score,
-        passed=passed,
-        details=details,
-        messages=messages,
-        findings=_findings(config, speedup, messages),
-    )
-
-
-def _findings(config: PerfConfig, speedup: float, messages: list[str]) -> list[Finding]:
-    """A speed-up short of passing as one finding titled with the key it falls short of;
-    a benchmark too short to measure well as a warning."""
-    findings = []
-    # Truncated, not rounded: 1.149× below a floor of 1.15 must not read as 1.15×.
-    shown = f"speed-up {math.floor(speedup * 100) / 100:.2f}×"
-    if speedup < config.noise_floor:
-        message = f"{shown} is below the noise floor of {config.noise_floor:g}×: score 0"
-        findings.append(Finding(title="noise_floor", message=message))
-    elif speedup < config.min_speedup:
-        message = f"{shown}; {config.min_speedup:g}× needed to pass"
-        findings.append(Finding(title="min_speedup", message=message))
-    findings += [
-        Finding(title="command", level="warning", message=m.removeprefix("warning: "))
-        for m in messages
-        if m.startswith("warning: ")
-    ]
-    return findings
-
-
-def _messages(
-    config: PerfConfig, fastest: dict[Side, float], speedup: float, passed: bool
-) -> list[str]:
-    messages = [
-        f"speed-up {speedup:.2f}× (fastest of {config.runs}, {config.timing} time: "
-        f"baseline {fastest['baseline']:.3f} s, candidate {fastest['candidate']:.3f} s)"
-    ]
-    if speedup < config.noise_floor:
-        messages.append(f"below the noise floor of {config.noise_floor:g}×: score 0")
-    elif not passed:
-        messages.append(f"{config.min_speedup:g}× needed to pass")
-    for side in SIDES:
-        if fastest[side] < SHORT_RUN:
-            messages.append(
-                f"warning: the {side} benchmark's fastest run took {fastest[side]:.3f} s, under "
-                "half a second, so start-up dominates the figure: make the benchmark run longer"
-            )
-    return messages

@@ -1,6 +1,7 @@
 """The task file, ``.repogym.yml``: its schema (:mod:`repogym.task.schema`) and loading it
 (:mod:`repogym.task.load`)."""
 
+from repogym.task._perf import Measure, PerfConfig, Timing
 from repogym.task.load import TaskFile, TaskSource, load_task, parse_task
 from repogym.task.schema import (
     BUILTIN_GRADERS,
@@ -8,11 +9,9 @@ from repogym.task.schema import (
     ConstraintsConfig,
     CustomGrader,
     GradingConfig,
-    PerfConfig,
     Task,
     TaskType,
     TestsConfig,
-    Timing,
 )
 
 __all__ = [
@@ -21,6 +20,7 @@ __all__ = [
     "ConstraintsConfig",
     "CustomGrader",
     "GradingConfig",
+    "Measure",
     "PerfConfig",
     "Task",
     "TaskFile",

@@ -27,11 +27,10 @@ from repogym.junit.testids import escape_controls, file_of
 from repogym.models import Role
 from repogym.task._environment import EnvironmentConfig
 from repogym.task._errors import UNION_TAGS
+from repogym.task._perf import PerfConfig
 from repogym.task._values import (
     Fraction,
-    NoiseFloor,
     Seconds,
-    Speedup,
     Weight,
     check_globs,
     check_grader_reference,
@@ -41,7 +40,6 @@ from repogym.task._values import (
 
 TASK_FILE = ".repogym.yml"
 TaskType = Literal["bugfix", "feature", "perf", "refactor"]
-Timing = Literal["wall", "reported"]
 # YAML gives lists; the model keeps immutable tuples, and stays strict about the items.
 StrList = Annotated[tuple[str, ...], Strict(False)]
 # The keywords that stand for a list of ids (issue 22). A string is the keyword, anything
@@ -204,27 +202,6 @@ class TestsConfig(_Section):
     def test_files(self) -> tuple[str, ...]:
         """The files the test ids name (see :func:`repogym.junit.testids.file_of`), sorted."""
         return tuple(sorted({p for p in map(file_of, self.listed_ids) if p is not None}))
-
-
-class PerfConfig(_Section):
-    """``perf:``: a benchmark the submission must make faster."""
-
-    command: str = Field(min_length=1)
-    timing: Timing = "wall"
-    runs: int = Field(default=5, ge=1, le=1000)
-    warmup: int = Field(default=1, ge=0, le=100)
-    noise_floor: NoiseFloor = 1.15
-    min_speedup: Speedup
-    timeout: Seconds = 900
-
-    @model_validator(mode="after")
-    def _above_noise(self) -> PerfConfig:
-        if not self.min_speedup > self.noise_floor:
-            raise ValueError(
-                f"`min_speedup` ({self.min_speedup:g}) must be greater than `noise_floor` "
-                f"({self.noise_floor:g}): raise min_speedup or lower noise_floor"
-            )
-        return self
 
 
 class ConstraintsConfig(_Section):

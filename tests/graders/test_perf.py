@@ -481,6 +481,8 @@ COMMON = {
     "baseline_times",
     "candidate_times",
     "order",
+    "measure",
+    "counter",
 }
 
 
@@ -489,6 +491,7 @@ def test_details(project: Make) -> None:
     assert component.details == {
         "command": "python bench.py",
         "timing": "reported",
+        "measure": "time",
         "runs": 3,
         "warmup": 0,
         "noise_floor": 1.15,
@@ -496,10 +499,20 @@ def test_details(project: Make) -> None:
         "baseline_times": [0.8, 0.8, 0.8],
         "candidate_times": [0.4, 0.4, 0.4],
         "order": [["baseline", "candidate"], ["candidate", "baseline"], ["baseline", "candidate"]],
+        "counter": None,
         "baseline_min": 0.8,
         "candidate_min": 0.4,
         "speedup": 2.0,
+        # Every pair's ratio is 2: an interval of one point, at the level 3 pairs give.
+        "interval": {"estimate": 2.0, "low": 2.0, "high": 2.0, "level": 0.75, "pairs": 3},
+        "far": {"baseline": [], "candidate": []},
+        "cap": None,
+        "undecided": [],
     }
+    assert (
+        component.messages[1]
+        == "pairs: 2.00× [2.00, 2.00] over 3 pairs (75.0% interval of the pairs' ratio)"
+    )
     json.dumps(component.to_dict())
 
 
