@@ -222,10 +222,15 @@ class _Bench:
                 result,
             )
         if figures.counter == "valgrind" and (figures.left or figures.uncounted):
+            what = (
+                f"left {figures.left} process(es) running, killed uncounted"
+                if figures.left
+                else f"{figures.uncounted} of its processes ended before Valgrind counted "
+                "it (killed)"
+            )
             raise _Failure(
-                f"{where} left {figures.left} process(es) running and {figures.uncounted} "
-                "ended before Valgrind counted them: with `timing: instructions` every "
-                "process of the benchmark must end on its own before the benchmark does",
+                f"{where} {what}: with `timing: instructions` every process of the "
+                "benchmark must end on its own before the benchmark does",
                 result,
             )
         self.runs.counter = figures.counter or self.runs.counter

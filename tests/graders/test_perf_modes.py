@@ -1,0 +1,136 @@
+"""The perf grader's modes on the host (issue 24), end to end: real repositories, a real
+benchmark doing a known amount of work (tests/perfmodes.py), real grades.
+
+- ``cpu`` counts the whole process tree (forked workers, an orphan nobody waits for) and
+  is not fooled by a candidate that idles less; ``wall`` is;
+- ``instructions`` (Callgrind here: this machine's CPU has no counters) is the same from
+  run to run within 1 %, counts forked children once, and fails a run whose process was
+  killed before it was counted;
+- ``peak_memory`` grades a smaller peak like a faster run, the peak of a forked child too;
+- ``runs: auto`` stops as soon as the interval has decided, and says so when a cap stops
+  it first.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.perfmodes import perf_component, perf_repo
+
+WORK = 4_000_000  # iterations of the loop: about 0.25 s of CPU here
+SMALL = 300_000  # under Callgrind, a run of this is about two seconds
+
+
+def graded(tmp_path: Path, baseline: dict[str, Any], candidate: dict[str, Any], **perf: Any) -> Any:
+    settings = {"runs": 3, "warmup": 1, "min_speedup": 2, **perf}
+    return perf_component(perf_repo(tmp_path / "repo", baseline, candidate, settings))
+
+
+@pytest.mark.parametrize("timing", ["wall", "cpu"])
+def test_a_candidate_that_idles_less_fools_wall_time_only(tmp_path: Path, timing: str) -> None:
+    # The same work; the baseline also sleeps 0.6 s, the candidate does not.
+    component = graded(
+        tmp_path, {"work": WORK, "sleep": 0.6}, {"work": WORK}, timing=timing, noise_floor=1.15
+    )
+    speedup = component.details["speedup"]
+    if timing == "wall":
+        assert speedup > 2 and component.score > 0, component.messages
+    else:
+        assert speedup < 1.15 and component.score == 0, component.messages
+        assert component.messages[0].startswith(f"speed-up {speedup:.2f}× (fastest of 3, CPU")
+
+
+@pytest.mark.parametrize("how", [{"workers": 2}, {"orphan": True}], ids=["workers", "orphan"])
+def test_cpu_counts_the_whole_process_tree(tmp_path: Path, how: dict[str, Any]) -> None:
+    # The candidate does the same work in forked workers, or in an orphan: on two cores
+    # the workers take half the wall time, but the CPU time is the same.
+    component = graded(tmp_path, {"work": WORK}, {"work": WORK, **how}, timing="cpu")
+    # Uncounted children would make the candidate many times faster; forking costs a little.
+    assert 0.6 < component.details["speedup"] < 1.15, component.messages
+    assert component.score == 0
+
+
+def test_cpu_detects_less_work(tmp_path: Path) -> None:
+    component = graded(tmp_path, {"work": 3 * WORK}, {"work": WORK}, timing="cpu")
+    assert component.details["speedup"] > 2 and component.passed, component.messages
+    interval = component.details["interval"]
+    assert interval["low"] <= interval["estimate"] <= interval["high"]
+    assert interval["pairs"] == 3
+    assert component.details["counter"] is None
+
+
+def test_instructions_are_the_same_from_run_to_run(tmp_path: Path) -> None:
+    component = graded(
+        tmp_path, {"work": SMALL}, {"work": SMALL}, timing="instructions", runs=2, warmup=1
+    )
+    assert component.details["counter"] == "valgrind"
+    figures = component.details["baseline_times"] + component.details["candidate_times"]
+    assert max(figures) / min(figures) < 1.01, figures
+    assert statistics.median(figures) > 1e8  # a Python start and the loop: real counts
+    assert component.score == 0
+    assert "M instructions" in component.messages[0] and "valgrind" in component.messages[0]
+
+
+def test_instructions_count_forked_children_once(tmp_path: Path) -> None:
+    # Without --dump-before=fork each child would count its parent's start-up again.
+    component = graded(
+        tmp_path,
+        {"work": 2 * SMALL},
+        {"work": 2 * SMALL, "workers": 2},
+        timing="instructions",
+        runs=1,
+        warmup=0,
+    )
+    assert 0.97 < component.details["speedup"] < 1.03, component.messages
+
+
+def test_instructions_detect_less_work(tmp_path: Path) -> None:
+    component = graded(
+        tmp_path, {"work": 4 * SMALL}, {"work": SMALL}, timing="instructions", runs=1, warmup=0
+    )
+    assert component.details["speedup"] > 1.5, component.messages
+
+
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ({"killed": True}, "1 of its processes ended before Valgrind counted it (killed)"),
+        ({"daemon": True}, "left 1 process(es) running, killed uncounted"),
+    ],
+    ids=["killed", "daemon"],
+)
+def test_instructions_fail_a_run_with_an_uncounted_process(
+    tmp_path: Path, how: dict[str, Any], said: str
+) -> None:
+    # A worker killed by its parent once it has reported never gets its count written,
+    # and one left running would be killed uncounted: the run fails, naming why.
+    component = graded(
+        tmp_path, {"work": SMALL}, {"work": SMALL, **how}, timing="instructions", runs=1, warmup=0
+    )
+    assert component.score == 0 and not component.passed
+    assert said in component.messages[0], component.messages
+
+
+def test_cpu_counts_a_worker_killed_by_its_parent(tmp_path: Path) -> None:
+    component = graded(tmp_path, {"work": WORK}, {"work": WORK, "killed": True}, timing="cpu")
+    assert 0.6 < component.details["speedup"] < 1.15, component.messages
+
+
+@pytest.mark.parametrize("where", ["benchmark", "worker"])
+def test_peak_memory_grades_a_smaller_peak(tmp_path: Path, where: str) -> None:
+    component = graded(
+        tmp_path,
+        {"megabytes": 200, "memory_in": where},
+        {"megabytes": 40, "memory_in": where},
+        measure="peak_memory",
+        runs=2,
+        warmup=0,
+        min_speedup=3,
+    )
+    assert component.details["speedup"] > 3 and component.passed, component.messages
+    assert component.messages[0].startswith("memory reduction")
+    assert "MiB" in component.messages[0]

@@ -1,0 +1,119 @@
+"""A benchmark that does a known amount of work, for the perf grader's modes (issue 24):
+``cpu``, ``instructions`` and ``peak_memory``, on the host and in an environment.
+
+``bench.json`` of each side says what its run does: ``work`` iterations of a Python loop,
+split over ``workers`` forked processes, or done by an ``orphan`` (a grandchild that its
+parent leaves behind, reporting back through a pipe) or by a worker its parent ``killed``
+once it reported; a ``daemon`` left sleeping; ``megabytes`` allocated and touched (in
+the benchmark or, with ``"memory_in": "worker"``, in a forked child), and a
+``sleep`` of that many seconds (idling, which only the wall clock sees).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from repogym import grade
+from repogym.models import GradeComponent
+from tests.repo import Repo
+
+BENCH = """\
+import json, os, sys, time
+from pathlib import Path
+
+config = json.loads(Path("bench.json").read_text())
+
+
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def in_child(job):
+    pid = os.fork()
+    if pid == 0:
+        job()
+        os._exit(0)
+    return pid
+
+
+def work(n):
+    if config.get("killed"):  # the worker reports, then its parent kills it
+        r, w = os.pipe()
+        pid = in_child(lambda: (spin(n), os.write(w, b"x"), time.sleep(3600)))
+        os.read(r, 1)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        return
+    if config.get("daemon"):  # a process left sleeping, nobody's child
+        os.waitpid(in_child(lambda: in_child(lambda: time.sleep(3600))), 0)
+    if config.get("orphan"):
+        r, w = os.pipe()
+        # The child forks the worker and exits at once: the worker is nobody's child.
+        os.waitpid(in_child(lambda: in_child(lambda: (spin(n), os.write(w, b"x")))), 0)
+        os.read(r, 1)
+        return
+    workers = config.get("workers", 0)
+    if workers:
+        for pid in [in_child(lambda: spin(n // workers)) for _ in range(workers)]:
+            os.waitpid(pid, 0)
+        return
+    spin(n)
+
+
+def allocate(megabytes):
+    block = b"\\x01" * (megabytes << 20)  # written, so every page is resident
+    return len(block)
+
+
+megabytes = config.get("megabytes", 0)
+if config.get("memory_in") == "worker":
+    os.waitpid(in_child(lambda: allocate(megabytes)), 0)
+else:
+    allocate(megabytes)
+work(config.get("work", 0))
+time.sleep(config.get("sleep", 0))
+print("done")
+"""
+
+
+def perf_task(perf: dict[str, Any], environment: str | None = None) -> str:
+    lines = ["version: 1", "type: perf", "perf:", "  command: python bench.py"]
+    lines += [f"  {key}: {json.dumps(value)}" for key, value in perf.items()]
+    if environment is not None:
+        lines.append(f"environment: {environment}")
+    return "\n".join(lines) + "\n"
+
+
+def perf_repo(
+    root: Path,
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    perf: dict[str, Any],
+    environment: str | None = None,
+) -> Repo:
+    """A base commit with the benchmark doing ``baseline``, and a checked-out branch
+    ``pr`` whose benchmark does ``candidate``."""
+    repo = Repo(root)
+    repo.commit(
+        "base",
+        {
+            ".repogym.yml": perf_task(perf, environment),
+            "bench.py": BENCH,
+            "bench.json": json.dumps(baseline),
+        },
+    )
+    repo.branch("pr")
+    repo.commit("pr", {"bench.json": json.dumps(candidate)})
+    return repo
+
+
+def perf_component(repo: Repo) -> GradeComponent:
+    """The perf component of a real grade of the ``pr`` branch (``repogym.grade``)."""
+    graded = grade(repo.root, base="main")
+    (component,) = [c for c in graded.result.components if c.name == "perf"]
+    return component
