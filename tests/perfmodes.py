@@ -6,7 +6,9 @@ split over ``workers`` forked processes, or done by an ``orphan`` (a grandchild 
 parent leaves behind, reporting back through a pipe) or by a worker its parent ``killed``
 once it reported; a ``daemon`` left sleeping; ``megabytes`` allocated and touched (in
 the benchmark or, with ``"memory_in": "worker"``, in a forked child), and a
-``sleep`` of that many seconds (idling, which only the wall clock sees).
+``sleep`` of that many seconds (idling, which only the wall clock sees); with
+``seconds``, a list, the ``{"seconds": x}`` each run reports in turn (``timing:
+reported``; the task's ``env`` names the ``PERF_LOG`` that counts the runs).
 """
 
 from __future__ import annotations
@@ -70,6 +72,13 @@ def allocate(megabytes):
     return len(block)
 
 
+if "seconds" in config:  # timing: reported, a figure per run from the list, in turn
+    log = Path(os.environ["PERF_LOG"])
+    with log.open("a") as runs:
+        runs.write(os.getcwd() + "\\n")
+    index = log.read_text().splitlines().count(os.getcwd()) - 1
+    print(json.dumps({"seconds": config["seconds"][index % len(config["seconds"])]}))
+
 megabytes = config.get("megabytes", 0)
 if config.get("memory_in") == "worker":
     os.waitpid(in_child(lambda: allocate(megabytes)), 0)
@@ -81,8 +90,13 @@ print("done")
 """
 
 
-def perf_task(perf: dict[str, Any], environment: str | None = None) -> str:
-    lines = ["version: 1", "type: perf", "perf:", "  command: python bench.py"]
+def perf_task(
+    perf: dict[str, Any], environment: str | None = None, env: dict[str, str] | None = None
+) -> str:
+    lines = ["version: 1", "type: perf"]
+    if env:
+        lines.append(f"env: {json.dumps(env)}")
+    lines += ["perf:", "  command: python bench.py"]
     lines += [f"  {key}: {json.dumps(value)}" for key, value in perf.items()]
     if environment is not None:
         lines.append(f"environment: {environment}")
@@ -95,6 +109,7 @@ def perf_repo(
     candidate: dict[str, Any],
     perf: dict[str, Any],
     environment: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> Repo:
     """A base commit with the benchmark doing ``baseline``, and a checked-out branch
     ``pr`` whose benchmark does ``candidate``."""
@@ -102,7 +117,7 @@ def perf_repo(
     repo.commit(
         "base",
         {
-            ".repogym.yml": perf_task(perf, environment),
+            ".repogym.yml": perf_task(perf, environment, env),
             "bench.py": BENCH,
             "bench.json": json.dumps(baseline),
         },

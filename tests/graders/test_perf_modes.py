@@ -134,3 +134,53 @@ def test_peak_memory_grades_a_smaller_peak(tmp_path: Path, where: str) -> None:
     assert component.details["speedup"] > 3 and component.passed, component.messages
     assert component.messages[0].startswith("memory reduction")
     assert "MiB" in component.messages[0]
+
+
+def reported(tmp_path: Path, baseline: list[float], candidate: list[float], **perf: Any) -> Any:
+    settings = {"timing": "reported", "runs": "auto", "warmup": 0, "min_speedup": 4, **perf}
+    log = {"PERF_LOG": str(tmp_path / "runs.log")}
+    repo = perf_repo(
+        tmp_path / "repo", {"seconds": baseline}, {"seconds": candidate}, settings, env=log
+    )
+    return perf_component(repo)
+
+
+def test_auto_stops_once_the_interval_has_decided(tmp_path: Path) -> None:
+    # Every pair says 2×: between the noise floor and min_speedup from the first pairs on.
+    component = reported(tmp_path, [1.0], [0.5])
+    assert component.details["interval"]["pairs"] == 5  # AUTO_FIRST, then no more
+    assert component.details["undecided"] == [] and component.details["cap"] is None
+    assert component.details["speedup"] == 2.0 and 0 < component.score < 1
+
+
+def test_auto_adds_pairs_until_the_interval_clears_the_noise_floor(tmp_path: Path) -> None:
+    # The pairs' ratios go 1.25, 1.25, 1.25, 1.25, 1.05, then 1.25 on: five pairs span
+    # the floor of 1.15; the later ones move the interval above it.
+    candidate = [0.8] * 4 + [0.95] + [0.8] * 30
+    component = reported(tmp_path, [1.0], candidate)
+    pairs = component.details["interval"]["pairs"]
+    assert 5 < pairs < 30, component.details
+    assert component.details["interval"]["low"] > 1.15 and component.details["cap"] is None
+    assert component.score > 0
+
+
+def test_auto_says_when_a_cap_stopped_it_undecided(tmp_path: Path) -> None:
+    # Ratios of 1.25 and 1.05 in turn: the interval spans the floor of 1.15 for good.
+    component = reported(tmp_path, [1.0], [0.8, 0.95], max_runs=8)
+    assert component.details["interval"]["pairs"] == 8
+    assert component.details["cap"] == "max_runs"
+    assert component.details["undecided"] == ["noise_floor"]
+    (warning,) = [m for m in component.messages if m.startswith("warning: stopped at")]
+    assert "`max_runs`" in warning and "across `noise_floor` (1.15×)" in warning
+    assert any(f.level == "warning" and "stopped at" in f.message for f in component.findings)
+
+
+def test_a_slow_first_run_hints_at_warmup_and_a_far_run_is_reported(tmp_path: Path) -> None:
+    baseline = [3.0, 1.0, 1.01, 0.99, 1.0, 1.0, 1.02, 1.0]
+    component = reported(tmp_path, baseline, [0.5], runs=8)
+    assert component.details["far"] == {"baseline": [0], "candidate": []}
+    messages = "\n".join(component.messages)
+    assert "the baseline's run 1 (3.000 s) is far from its median (1.000 s)" in messages
+    assert "raise `perf.warmup` (now 0)" in messages
+    # Reported, not dropped: the spec's figure is still the fastest of every run.
+    assert component.details["baseline_times"][0] == 3.0
