@@ -28,7 +28,7 @@ _DOCKERFILE = """\
 FROM {base}
 RUN apt-get update -qq \\
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
-        python3-pytest python-is-python3 >/dev/null \\
+        python3-pytest python-is-python3 valgrind >/dev/null \\
     && rm -rf /var/lib/apt/lists/*
 """
 
