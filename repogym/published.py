@@ -221,8 +221,23 @@ def _finding_not_shown(finding: object) -> object:
 
 
 def _numbers(name: object, details: Mapping[str, Any]) -> list[str]:
-    """What of a component's messages is numbers only: perf's speed-up."""
+    """What of a component's messages is numbers only: perf's speed-up, and the interval
+    of its pairs (issue 24)."""
     speedup = details.get("speedup")
-    if name != "perf" or isinstance(speedup, bool) or not isinstance(speedup, int | float):
+    if name != "perf" or not _number(speedup):
         return []
-    return [f"speed-up {speedup:.2f}×"]
+    said = [f"speed-up {speedup:.2f}×"]
+    found = details.get("interval")
+    if isinstance(found, Mapping) and all(
+        _number(found.get(key)) for key in ("estimate", "low", "high", "pairs")
+    ):
+        pairs = int(found["pairs"])
+        said.append(
+            f"pairs: {found['estimate']:.2f}× [{found['low']:.2f}, {found['high']:.2f}] over "
+            f"{counted(pairs, 'pair')}"
+        )
+    return said
+
+
+def _number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)

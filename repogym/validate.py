@@ -26,6 +26,7 @@ from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs, matching
+from repogym.validate_perf import check_modes
 from repogym.workspace import clone_at, files_under
 
 
@@ -80,12 +81,13 @@ def validate(
             named = solution_named or f"--solution {solution}"
             tree = _solution_tree(repo, sha, solution, Path(scratch) / "solution", named)
             threshold = loaded.grading.pass_threshold
-            _check_solution(
+            speedups = _check_solution(
                 result,
                 lambda: grade(tree, base=sha, task=loaded, hidden=hidden).result,
                 threshold,
                 repeat,
             )
+            check_modes(result.ok, tree, sha, loaded, repeat, speedups)
     return result
 
 
@@ -306,7 +308,8 @@ def _solution_tree(repo: Path, sha: str, solution: str, dest: Path, named: str) 
 
 def _check_solution(
     result: Validation, grade_once: Callable[[], GradeResult], threshold: float, repeat: int
-) -> None:
+) -> list[float]:
+    """Grade the solution ``repeat`` times; the speed-ups of its grades."""
     outcomes: dict[str, set[str]] = defaultdict(set)
     speedups: list[float] = []
     for attempt in range(1, repeat + 1):
@@ -319,6 +322,7 @@ def _check_solution(
         )
         _check_attempt(result, graded, label, threshold)
     _check_runs(result, outcomes, speedups, repeat)
+    return speedups
 
 
 def _check_attempt(result: Validation, graded: GradeResult, label: str, threshold: float) -> None:
@@ -352,7 +356,7 @@ def _check_runs(
         )
     if repeat > 1 and not flaky:
         result.ok(f"no test outcome changed over {counted(repeat, 'run')}")
-    if speedups:
+    if speedups and repeat == 1:  # more runs: each timing's spread (validate_perf)
         low, high = min(speedups), max(speedups)
         result.ok(f"speed-up over {counted(len(speedups), 'run')}: min {low:.2f}x, max {high:.2f}x")
 

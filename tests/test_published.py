@@ -48,7 +48,16 @@ def hidden_report() -> dict[str, Any]:
             "score": 0.0,
             "passed": False,
             "weight": 0.2,
-            "details": {"speedup": 1.04},
+            "details": {
+                "speedup": 1.04,
+                "interval": {
+                    "estimate": 1.03,
+                    "low": 0.98,
+                    "high": 1.09,
+                    "level": 0.96,
+                    "pairs": 9,
+                },
+            },
             "messages": ["speed-up 1.04×", f"output tail:\n{SECRET}"],
             "findings": [{"title": "command", "message": SECRET, "level": "failure"}],
         }
@@ -76,7 +85,11 @@ def test_the_tests_say_counts_and_public_ids_only() -> None:
     }
     assert tests["findings"][1]["title"] == "hidden"  # the count, as it was
     perf = shown["components"][-1]
-    assert perf["messages"] == ["speed-up 1.04×", f"2 messages {NOT_SHOWN}"]
+    assert perf["messages"] == [
+        "speed-up 1.04×",
+        "pairs: 1.03× [0.98, 1.09] over 9 pairs",
+        f"2 messages {NOT_SHOWN}",
+    ]
     assert perf["findings"][0]["message"] == NOT_SHOWN
     # What runs nothing of the submission's is shown as it is.
     assert shown["components"][0] == report["components"][0]

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from repogym._demo import EXAMPLES, build_example_repo, example_names
+from tests.perfmodes import perf_repo
 from tests.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
@@ -334,3 +335,19 @@ def test_refactor_without_limits_and_unloadable_grader(repo: Repo) -> None:
     assert done.returncode == 1
     assert "cannot import 'nowhere_module_xyz'" in done.stdout
     assert "PROBLEM  type: refactor without max_function_length" in done.stdout
+
+
+def test_repeat_reports_the_spread_of_each_timing_on_a_perf_task(tmp_path: Path) -> None:
+    # The solution does a quarter of the base's loop work (tests/perfmodes.py).
+    settings = {"runs": 2, "warmup": 1, "min_speedup": 1.5}
+    repo = perf_repo(tmp_path / "repo", {"work": 800_000}, {"work": 200_000}, settings)
+    done = validate(repo, "--solution", "pr", "--repeat", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = {line.split(": speed-up")[0].strip(): line for line in done.stdout.splitlines()}
+    for mode in ("wall", "cpu", "instructions"):
+        assert f"ok       perf, {mode}" in lines, done.stdout
+    instructions = lines["ok       perf, instructions"]
+    assert instructions.endswith("counted by valgrind)"), instructions
+    spread = float(instructions.split("(spread ")[1].split("%")[0])
+    assert spread < 1.0, instructions  # a count does not vary
+    assert "perf: the steadiest timing on this task is `" in done.stdout

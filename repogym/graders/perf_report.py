@@ -160,7 +160,12 @@ def _messages(
         f"{ratio_word(config)} {speedup:.2f}× (fastest of {runs.pairs}, {config.figure}{by}: "
         f"baseline {shown(config, fastest['baseline'])}, "
         f"candidate {shown(config, fastest['candidate'])})",
-        f"pairs: {found.shown()} ({found.level:.1%} interval of the pairs' ratio)",
+        f"pairs: {found.shown()} "
+        + (
+            f"({found.level:.1%} interval of the pairs' ratio)"
+            if found.pairs > 1
+            else "(one pair gives no interval: raise `perf.runs`)"
+        ),
     ]
     if speedup < config.noise_floor:
         messages.append(f"below the noise floor of {config.noise_floor:g}×: score 0")
