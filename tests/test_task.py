@@ -120,6 +120,46 @@ def test_min_speedup_must_exceed_noise_floor() -> None:
     assert "`min_speedup` (1.1) must be greater than `noise_floor` (1.15)" in line
 
 
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (
+            "  runs: fast\n",
+            ".repogym.yml:6: `perf.runs` = 'fast': should be a whole number of pairs (1 to "
+            "1000) or `auto`",
+        ),
+        ("  runs: auto\n  max_runs: 3\n", ".repogym.yml:7: `perf.max_runs` = 3: should be"),
+        (
+            "  max_seconds: 60\n",
+            ".repogym.yml:3: `perf`: `max_seconds` caps `runs: auto` only: set `runs: auto`, "
+            "or remove `max_seconds`",
+        ),
+        (
+            "  measure: peak_memory\n  timing: cpu\n",
+            ".repogym.yml:3: `perf`: `timing` has no meaning with `measure: peak_memory`",
+        ),
+        (
+            "  timing: cycles\n",
+            ".repogym.yml:6: `perf.timing` = 'cycles': should be 'wall', 'reported', 'cpu' or "
+            "'instructions'",
+        ),
+    ],
+)
+def test_perf_modes_and_auto_runs_are_checked(lines: str, said: str) -> None:
+    (line,) = errors(f"version: 1\ntype: perf\nperf:\n  command: x\n  min_speedup: 2\n{lines}")
+    assert line.startswith(said), line
+
+
+def test_perf_modes_and_auto_runs_load() -> None:
+    task = parse_task(
+        "version: 1\ntype: perf\nperf:\n  command: x\n  min_speedup: 2\n  runs: auto\n"
+        "  max_runs: 12\n  max_seconds: 90\n  measure: peak_memory\n"
+    )
+    assert task.perf is not None
+    assert (task.perf.runs, task.perf.max_runs, task.perf.max_seconds) == ("auto", 12, 90)
+    assert task.perf.auto and task.perf.first_runs == 5 and task.perf.wrapped == "peak_memory"
+
+
 def test_bad_regex_is_caught_at_load() -> None:
     (line,) = errors(
         "version: 1\ntype: refactor\nconstraints:\n  max_function_length: 9\n"

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from repogym.task._errors import UNION_TAGS
 from repogym.task._values import NoiseFloor, Seconds, Speedup
@@ -44,6 +52,13 @@ class PerfConfig(BaseModel):
     noise_floor: NoiseFloor = 1.15
     min_speedup: Speedup
     timeout: Seconds = 900
+
+    @field_validator("runs", mode="before")
+    @classmethod
+    def _runs_word(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "auto":
+            raise ValueError("should be a whole number of pairs (1 to 1000) or `auto`")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> PerfConfig:

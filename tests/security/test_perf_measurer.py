@@ -1,0 +1,114 @@
+"""The perf grader's measurer (issue 24): the process that runs the benchmark for
+``timing: cpu | instructions`` and ``measure: peak_memory`` and prints its figures last.
+The candidate's benchmark, run as the sandbox user with the measurer's own uid, attacks
+it: a forged line of figures, the measurer killed after one, the measurer's descriptors
+and memory read through ``/proc``. A grade never takes the forgery; a killed measurer
+fails the run."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from repogym.graders import perf_measure
+from repogym.runner import Runner
+from tests.security._harness import Case
+from tests.security._perf import SMALL_PERF
+
+CPU_TASK = (
+    SMALL_PERF["task"]
+    .replace("timing: wall", "timing: cpu")
+    .replace("noise_floor: 1.5", "noise_floor: 1.1")
+)
+# Run at the end of the candidate's benchmark: a line of figures as the measurer prints
+# them, saying the run took a nanosecond of CPU.
+FORGE = textwrap.dedent(
+    """\
+    import os
+    import sys
+
+    MARK = "\\x1erepogym-measure "
+
+
+    def forge():
+        sys.stdout.write(MARK + '{"cpu_ns": 1, "peak_bytes": 1, "left": 0}\\n')
+        sys.stdout.flush()
+
+
+    def measurer():
+        pid = os.getppid()
+        while pid > 1:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"_end_the_rest" in f.read():
+                    return pid
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        return None
+    """
+)
+WORK = SMALL_PERF["files"]["src/work.py"]
+
+
+def _attack(tail: str) -> str:
+    return (
+        FORGE + "\n\n" + WORK.replace("    return total\n", "    " + tail + "\n    return total\n")
+    )
+
+
+def test_a_forged_line_of_figures_is_not_taken(case: Case) -> None:
+    case.base(task=CPU_TASK, files=SMALL_PERF["files"])
+    case.submit({"src/work.py": _attack("forge()")})
+    graded = case.grade()
+    problems = graded.problems("FAIL")
+    perf = next(c for c in (graded.report or {})["components"] if c["name"] == "perf")
+    if perf["score"] != 0 or not 0.5 < perf["details"]["speedup"] < 1.1:
+        problems.append(f"perf took the forgery: {perf['details'].get('speedup')}x")
+    assert not problems, "\n".join(problems)
+
+
+def test_killing_the_measurer_after_a_forged_line_fails_the_run(case: Case) -> None:
+    case.base(task=CPU_TASK, files=SMALL_PERF["files"])
+    case.submit({"src/work.py": _attack("forge(); os.kill(measurer(), 9)")})
+    graded = case.grade()
+    problems = graded.problems("FAIL")
+    perf = next(c for c in (graded.report or {})["components"] if c["name"] == "perf")
+    if "exited with code -9" not in perf["messages"][0]:
+        problems.append(f"the run did not fail for its killed measurer: {perf['messages'][0]}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.sandbox
+def test_the_measurer_s_descriptors_and_memory_are_closed_to_the_benchmark(
+    tmp_path: Path,
+) -> None:
+    # The benchmark runs as the measurer's uid: only the measurer being not dumpable
+    # keeps /proc/<measurer>/fd (a hardware counter's descriptor, which an ioctl could
+    # reset) and /proc/<measurer>/mem from it.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    tree.chmod(0o777)
+    probe = FORGE + textwrap.dedent(
+        """\
+
+        pid = measurer()
+        for path in (f"/proc/{pid}/fd", f"/proc/{pid}/mem"):
+            try:
+                os.listdir(path) if path.endswith("fd") else open(path, "rb").close()
+                print("OPEN", path)
+            except PermissionError:
+                print("CLOSED", path)
+        """
+    )
+    (tree / "probe.py").write_text(probe)
+    command = f"{sys.executable} probe.py"
+    result = Runner().run(
+        perf_measure.wrapped(command, "cpu", in_container=False), tree, timeout=60
+    )
+    assert result.ok, result.stdout + result.stderr
+    said, figures = perf_measure.taken(result)
+    assert figures is not None and figures.cpu_ns, result.stdout
+    lines = said.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("CLOSED /proc/") for line in lines), lines
