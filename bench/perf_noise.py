@@ -53,9 +53,9 @@ SCENARIOS = {"identical": 1.0, "1.10x": 1.10, "1.25x": 1.25, "2x": 2.0}
 FLOORS = (1.05, 1.15)
 MODES = ("wall", "cpu", "instructions")
 LOADS = ("idle", "loaded")
-# Loop iterations: about 0.2 s of work for the clocks, about 0.03 s for Callgrind (which
+# Loop iterations: about 0.3 s of work for the clocks, about 0.03 s for Callgrind (which
 # runs it some fifty times slower).
-ITERATIONS = {"wall": 4_000_000, "cpu": 4_000_000, "instructions": 500_000}
+ITERATIONS = {"wall": 8_500_000, "cpu": 8_500_000, "instructions": 500_000}
 BENCH = """\
 from pathlib import Path
 

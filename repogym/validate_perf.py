@@ -23,12 +23,14 @@ MODES = ("wall", "cpu", "instructions")
 
 
 def spread_line(mode: str, speedups: Sequence[float], counter: str | None = None) -> str:
-    """``perf, cpu: speed-up over 3 runs: min 2.10x, max 2.15x (spread 2.4 %)``."""
+    """``perf, cpu: speed-up over 3 runs: min 2.10x, max 2.15x (spread 2.4%)``; the
+    memory reduction's, for ``peak_memory``."""
     low, high = min(speedups), max(speedups)
     runs = f"{len(speedups)} run" + ("" if len(speedups) == 1 else "s")
     by = f", counted by {counter}" if counter else ""
+    word = "memory reduction" if mode == "peak_memory" else "speed-up"
     return (
-        f"perf, {mode}: speed-up over {runs}: min {low:.2f}x, max {high:.2f}x "
+        f"perf, {mode}: {word} over {runs}: min {low:.2f}x, max {high:.2f}x "
         f"(spread {high / low - 1:.1%}{by})"
     )
 
@@ -44,10 +46,12 @@ def check_modes(
     """Report the spread of each timing over ``repeat`` grades of the solution in
     ``tree``; ``own`` holds the speed-ups of the task's own grades."""
     perf = task.perf
-    if perf is None or perf.measure != "time" or repeat < 2:
+    if perf is None or repeat < 2:
         return
     if own:
-        ok(spread_line(perf.timing, own))
+        ok(spread_line("peak_memory" if perf.measure == "peak_memory" else perf.timing, own))
+    if perf.measure != "time":
+        return  # the memory peak has no other mode
     steadiest: list[tuple[float, str]] = []
     if own:
         steadiest.append((max(own) / min(own), perf.timing))

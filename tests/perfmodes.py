@@ -2,13 +2,16 @@
 ``cpu``, ``instructions`` and ``peak_memory``, on the host and in an environment.
 
 ``bench.json`` of each side says what its run does: ``work`` iterations of a Python loop,
-split over ``workers`` forked processes, or done by an ``orphan`` (a grandchild that its
+split over ``workers`` forked processes (which ``hide`` from the reaped children's
+accounting by ignoring SIGCHLD), or done by an ``orphan`` (a grandchild that its
 parent leaves behind, reporting back through a pipe) or by a worker its parent ``killed``
 once it reported; a ``daemon`` left sleeping; ``megabytes`` allocated and touched (in
 the benchmark or, with ``"memory_in": "worker"``, in a forked child), and a
 ``sleep`` of that many seconds (idling, which only the wall clock sees); with
 ``seconds``, a list, the ``{"seconds": x}`` each run reports in turn (``timing:
-reported``; the task's ``env`` names the ``PERF_LOG`` that counts the runs).
+reported``; the task's ``env`` names the ``PERF_LOG`` that counts the runs); with
+``pad``, it reports the length of ``REPOGYM_PERF_PAD`` (plus one) as its seconds; with
+``peek``, it exits 3 if it can list the descriptors or open the memory of process 1.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from repogym.models import GradeComponent
 from tests.repo import Repo
 
 BENCH = """\
-import json, os, sys, time
+import json, os, signal, sys, time
 from pathlib import Path
 
 config = json.loads(Path("bench.json").read_text())
@@ -60,6 +63,16 @@ def work(n):
         os.read(r, 1)
         return
     workers = config.get("workers", 0)
+    if workers and config.get("hide"):
+        # SIGCHLD ignored: the workers are reaped by the kernel, and never added to
+        # anyone's accounting of reaped children. They report through a pipe instead.
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        r, w = os.pipe()
+        for _ in range(workers):
+            in_child(lambda: (spin(n // workers), os.write(w, b"x")))
+        for _ in range(workers):
+            os.read(r, 1)
+        return
     if workers:
         for pid in [in_child(lambda: spin(n // workers)) for _ in range(workers)]:
             os.waitpid(pid, 0)
@@ -71,6 +84,18 @@ def allocate(megabytes):
     block = b"\\x01" * (megabytes << 20)  # written, so every page is resident
     return len(block)
 
+
+if config.get("pad"):  # timing: reported, the length of the environment's random padding
+    print(json.dumps({"seconds": len(os.environ.get("REPOGYM_PERF_PAD", "-")) + 1}))
+
+if config.get("peek"):  # the container's measurer, process 1, must be out of reach
+    for path in ("/proc/1/fd", "/proc/1/mem"):
+        try:
+            os.listdir(path) if path.endswith("fd") else open(path, "r+b").close()
+        except PermissionError:
+            continue
+        print("reached", path, file=sys.stderr)
+        sys.exit(3)
 
 if "seconds" in config:  # timing: reported, a figure per run from the list, in turn
     log = Path(os.environ["PERF_LOG"])

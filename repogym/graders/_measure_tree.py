@@ -12,9 +12,14 @@ on the host, for ``timing: cpu | instructions`` and ``measure: peak_memory``. It
   them all, so the kernel's accounting of the reaped children
   (``getrusage(RUSAGE_CHILDREN)``) covers the whole tree: user + system CPU time, and the
   largest peak RSS of any one process;
+- for ``cpu``, counts the tree's CPU time with the kernel's task clock where it gives one
+  (``perf_event_open`` with ``inherit``: a child's time is added when it exits, reaped or
+  not, so a benchmark that ignores SIGCHLD cannot hide its workers), else from the
+  reaped children's accounting;
 - for ``instructions``, counts the user-space instructions the tree retires: a hardware
-  counter (``perf_event_open`` with ``inherit``, opened on the child before it execs) where
-  the kernel allows one, else Callgrind (``valgrind --trace-children=yes``), whose dumps
+  counter (``perf_event_open`` with ``inherit``, pinned, opened on the child before it
+  execs, and failed unless it ran the whole time) where the kernel allows one, else
+  Callgrind (``valgrind --trace-children=yes``), whose dumps
   are summed (``--dump-before=fork`` splits a forking process's count at each fork, so a
   forked child does not count its parent's instructions again);
 - prints, last of all and when nothing else of the tree is left to write, one line
@@ -42,10 +47,15 @@ MARK = "\x1erepogym-measure "
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "ppc64le": 319, "s390x": 331}
-# perf_event_attr, version 0 (64 bytes): type HARDWARE, config INSTRUCTIONS; flags
-# disabled | inherit | exclude_kernel | exclude_hv | enable_on_exec.
+# perf_event_attr, version 0 (64 bytes). Flags: disabled | inherit | exclude_kernel |
+# exclude_hv | enable_on_exec, and pinned for the hardware counter (a pinned event that
+# loses its counter to another goes into an error state instead of being multiplexed).
+# read_format: the value, then the times the event was enabled and running.
+INSTRUCTIONS = (0, 1, True)  # PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, pinned
+TASK_CLOCK = (1, 1, False)  # PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK (nanoseconds)
 _FLAGS = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6) | (1 << 12)
-_ATTR = struct.pack("IIQQQQQ", 0, 64, 1, 0, 0, 0, _FLAGS).ljust(64, b"\0")
+_PINNED = 1 << 2
+_TIMES = 1 | 2  # PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
 
 
 def main(mode: str, command: str) -> int:
@@ -53,9 +63,10 @@ def main(mode: str, command: str) -> int:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     argv = ["/bin/sh", "-c", command]
-    counter = mode == "instructions" and _counter(libc, 0) is not None
+    event = {"instructions": INSTRUCTIONS, "cpu": TASK_CLOCK}.get(mode)
+    counted = event is not None and _counter(libc, 0, event) is not None
     dumps = None
-    if mode == "instructions" and not counter:
+    if mode == "instructions" and not counted:
         if shutil.which("valgrind") is None:
             _report({"error": "no-counter"})
             return 127
@@ -66,16 +77,29 @@ def main(mode: str, command: str) -> int:
             f"--callgrind-out-file={dumps}/out.%p", *argv,
         ]  # fmt: skip
     go_r, go_w = os.pipe()
+    ready_r, ready_w = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(go_w)
+        os.close(ready_r)
+        # Not the measurer: a counter may be opened on this process (a non-dumpable one
+        # is the kernel's to refuse to its own user), and it execs the benchmark next.
+        libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        os.close(ready_w)
         os.read(go_r, 1)  # the counter, if any, is on us before we exec
         try:
             os.execvp(argv[0], argv)
         finally:
             os._exit(127)
     os.close(go_r)
-    fd = _counter(libc, child) if counter else None
+    os.close(ready_w)
+    os.read(ready_r, 1)  # the child is dumpable now (its end closed)
+    os.close(ready_r)
+    # The benchmark's first process is this copy of the measurer until it execs, and the
+    # kernel keeps a process's highest peak across exec: no peak of the tree can be
+    # below the copy's.
+    floor = _peak(child)
+    fd = _counter(libc, child, event) if counted and event is not None else None
     os.write(go_w, b"go")
     os.close(go_w)
     status = os.waitpid(child, 0)[1]
@@ -85,9 +109,10 @@ def main(mode: str, command: str) -> int:
         "left": left,
         "cpu_ns": round((usage.ru_utime + usage.ru_stime) * 1e9),
         "peak_bytes": usage.ru_maxrss * 1024,
+        "floor_bytes": floor,
     }
     if fd is not None:
-        figures.update(instructions=struct.unpack("Q", os.read(fd, 8))[0], counter="perf_event")
+        figures.update(_read(fd, mode))
     elif dumps is not None:
         figures.update(_callgrind(dumps), counter="valgrind")
         shutil.rmtree(dumps, ignore_errors=True)
@@ -95,19 +120,36 @@ def main(mode: str, command: str) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def _counter(libc: ctypes.CDLL, pid: int) -> int | None:
-    """A counter of the instructions ``pid`` (0: this process) and its children retire
-    in user space, from its next exec on; None where the kernel gives none."""
+def _counter(libc: ctypes.CDLL, pid: int, event: tuple[int, int, bool]) -> int | None:
+    """A counter of ``event`` for ``pid`` (0: this process, a probe) and every process
+    it starts, from its next exec on; None where the kernel gives none."""
     number = PERF_EVENT_OPEN.get(platform.machine())
     if number is None:
         return None
-    attr = ctypes.create_string_buffer(_ATTR, len(_ATTR))
-    fd = libc.syscall(number, attr, pid, -1, -1, 8)  # PERF_FLAG_FD_CLOEXEC
+    kind, config, pinned = event
+    flags = _FLAGS | (_PINNED if pinned else 0)
+    attr = struct.pack("IIQQQQQ", kind, 64, config, 0, 0, _TIMES, flags).ljust(64, b"\0")
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    fd = libc.syscall(number, buffer, pid, -1, -1, 8)  # PERF_FLAG_FD_CLOEXEC
     if fd < 0:
         return None
-    if pid == 0:  # a probe only
+    if pid == 0:
         os.close(fd)
     return int(fd)
+
+
+def _read(fd: int, mode: str) -> dict[str, object]:
+    """The counter's figures: the count, unless it did not run the whole time the
+    benchmark did (taken by another event, or in an error state)."""
+    data = os.read(fd, 24)
+    if len(data) < 24:
+        return {"error": "counter-lost"}
+    value, enabled, running = struct.unpack("QQQ", data)
+    if running < enabled:
+        return {"error": "counter-lost"}
+    if mode == "cpu":
+        return {"cpu_ns": value, "counter": "task-clock"}
+    return {"instructions": value, "counter": "perf_event"}
 
 
 def _end_the_rest() -> int:
@@ -121,13 +163,29 @@ def _end_the_rest() -> int:
         except ChildProcessError:
             return len(ended)
         for child in _children():
-            ended.add(child)
+            if not _zombie(child):
+                ended.add(child)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return len(ended)
+
+
+def _peak(pid: int) -> int:
+    """The peak resident set of ``pid`` so far, in bytes (0 where /proc does not say)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() or ["?"])[0] == "Z"
+    except OSError:
+        return True  # gone already
 
 
 def _children() -> list[int]:

@@ -234,29 +234,42 @@ class _Bench:
                 result,
             )
         self.runs.counter = figures.counter or self.runs.counter
+        if figures.floor_bytes:
+            self.runs.floor = max(self.runs.floor or 0, figures.floor_bytes)
         value = {
             "cpu": figures.cpu_ns and figures.cpu_ns / 1e9,
             "instructions": figures.instructions,
             "peak_memory": figures.peak_bytes,
         }[self.config.wrapped or ""]
         if value is None:
+            fix = (
+                "it needs cgroup v1, or v2 on Linux 5.19 or later (memory.peak): use "
+                "`measure: time`"
+                if self.config.measure == "peak_memory"
+                else "use another `perf.timing`"
+            )
             raise _Failure(
-                f"{where}: the kernel gave no {self.config.figure} here (no cgroup "
-                "accounting in the container): use another `perf.timing`",
-                result,
+                f"{where}: the container's cgroup gave no {self.config.figure}: {fix}", result
             )
         return float(value)
 
 
+_ERRORS = {
+    "no-counter": "`timing: instructions` needs hardware performance counters or Valgrind, "
+    "and neither is here: install valgrind (apt-get install valgrind), in the environment's "
+    "image when the task names one",
+    "counter-lost": "the hardware counter did not run for the whole benchmark (another "
+    "event on this machine took it), so its count would be short: grade again, or with "
+    "Valgrind where no other profiler runs",
+    "not-pid-1": "the measurer is not the container's process 1 (the engine adds an init "
+    "process): turn the engine's `init` default off",
+}
+
+
 def _no_counter(figures: perf_measure.Figures | None, result: CommandResult) -> None:
-    if figures is not None and figures.error == "no-counter":
-        raise _Failure(
-            "`timing: instructions` needs hardware performance counters or Valgrind, and "
-            "neither is here: install valgrind (apt-get install valgrind), in the "
-            "environment's image when the task names one",
-            result,
-            key="timing",
-        )
+    if figures is not None and figures.error is not None:
+        problem = _ERRORS.get(figures.error, f"the measurer failed ({figures.error})")
+        raise _Failure(problem, result, key="timing")
 
 
 def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
@@ -270,7 +283,7 @@ def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
     total = config.max_runs if config.auto else config.first_runs
     for index in range(total):
         if index >= config.first_runs:
-            if not undecided(config, runs.interval()):
+            if not undecided(config, runs.interval(), runs.speedup()):
                 return
             if time.monotonic() - start >= config.max_seconds:
                 runs.cap = "max_seconds"
@@ -280,7 +293,7 @@ def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
         which = f"pair {index + 1} of {'at most ' if config.auto else ''}{total}"
         for side in order:
             runs.times[side].append(bench.time(side, which))
-    if config.auto and undecided(config, runs.interval()):
+    if config.auto and undecided(config, runs.interval(), runs.speedup()):
         runs.cap = "max_runs"
 
 

@@ -14,9 +14,11 @@ as the last line of stdout, once nothing else of the tree is left to write:
   before it reads them. Instructions come from Callgrind in the image (a container gets
   no hardware counters): the image must have ``valgrind``.
 
-Process 1 of a container ignores every signal it has no handler for, and the host's
-measurer is not dumpable, so a benchmark can neither stop them nor write through their
-descriptors; killing the host's measurer fails the run (a non-zero exit).
+Process 1 of a container ignores every signal it has no handler for, and both measurers
+are not dumpable (the host's by ``prctl``; the container's shell because it runs from an
+execute-only copy, which the kernel does not let the same user trace or read), so a
+benchmark can neither stop them nor reach their memory or descriptors; killing the host's
+measurer fails the run (a non-zero exit).
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ from repogym.runner import CommandResult
 MARK = _measure_tree.MARK
 _SCRIPT = Path(_measure_tree.__file__).read_text(encoding="utf-8")
 
-# $1: what to measure (cpu, instructions, peak_memory), $2: the command.
+# $1: what to measure (cpu, instructions, peak_memory), $2: the command. Run from an
+# execute-only copy of the shell (see wrapped()), so that the kernel makes it not
+# dumpable: the benchmark, the same uid, can then neither trace it nor reach its memory.
 _CONTAINER = r"""
 mark() { printf '\036repogym-measure %s\n' "$1"; }
+[ "$$" = 1 ] || { mark '{"error": "not-pid-1"}'; exit 125; }
 if [ "$1" = instructions ]; then
     command -v valgrind >/dev/null 2>&1 || { mark '{"error": "no-counter"}'; exit 127; }
     d=$(mktemp -d) || exit 125
@@ -45,21 +50,30 @@ else
     /bin/sh -c "$2"
 fi
 code=$?
-left=-1
-for p in /proc/[0-9]*; do left=$((left + 1)); done
-kill -9 -1 2>/dev/null
+running() {  # n: how many processes but this one are alive (zombies are not); no subshell
+    n=0
+    for p in /proc/[0-9]*; do
+        [ "$p" = /proc/1 ] && continue
+        s=; read -r s <"$p/stat" 2>/dev/null || continue
+        s=${s##*) }
+        [ "${s%% *}" = Z ] || n=$((n + 1))
+    done
+}
+running; left=$n
+while [ "$n" != 0 ]; do kill -9 -1 2>/dev/null; running; done
 cpu=null; peak=null
-if [ -r /sys/fs/cgroup/cpu.stat ]; then
-    while read -r k v; do [ "$k" = usage_usec ] && cpu=$((v * 1000)); done </sys/fs/cgroup/cpu.stat
-elif [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-    read -r cpu </sys/fs/cgroup/cpuacct/cpuacct.usage
-elif [ -r /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage ]; then
-    read -r cpu </sys/fs/cgroup/cpu,cpuacct/cpuacct.usage
-fi
-if [ -r /sys/fs/cgroup/memory.peak ]; then
-    read -r peak </sys/fs/cgroup/memory.peak
-elif [ -r /sys/fs/cgroup/memory/memory.max_usage_in_bytes ]; then
-    read -r peak </sys/fs/cgroup/memory/memory.max_usage_in_bytes
+cg=$(sed -n 's/^0:://p' /proc/self/cgroup 2>/dev/null)
+v2=/sys/fs/cgroup$cg
+[ -r "$v2/cpu.stat" ] || v2=/sys/fs/cgroup
+if [ -r "$v2/cpu.stat" ]; then
+    while read -r k v; do [ "$k" = usage_usec ] && cpu=$((v * 1000)); done <"$v2/cpu.stat"
+    [ -r "$v2/memory.peak" ] && read -r peak <"$v2/memory.peak"
+else
+    for f in /sys/fs/cgroup/cpuacct/cpuacct.usage /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage; do
+        [ -r "$f" ] && { read -r cpu <"$f"; break; }
+    done
+    f=/sys/fs/cgroup/memory/memory.max_usage_in_bytes
+    [ -r "$f" ] && read -r peak <"$f"
 fi
 extra=
 if [ "$1" = instructions ]; then
@@ -78,13 +92,19 @@ fi
 mark "{\"cpu_ns\": $cpu, \"peak_bytes\": $peak, \"left\": $left$extra}"
 exit $code
 """
+# Where the container's measurer copies the shell to, execute-only.
+_SHELL_COPY = "/tmp/.repogym-measurer"
 
 
 def wrapped(command: str, what: str, *, in_container: bool) -> str:
     """``command`` run by the measurer of ``what`` (``cpu``, ``instructions`` or
     ``peak_memory``)."""
     if in_container:
-        return f"exec /bin/sh -c {shlex.quote(_CONTAINER)} measure {what} {shlex.quote(command)}"
+        copy = _SHELL_COPY
+        return (
+            f"cp /bin/sh {copy} && chmod 111 {copy} && exec {copy} -c "
+            f"{shlex.quote(_CONTAINER)} measure {what} {shlex.quote(command)}"
+        )
     python = shlex.quote(sys.executable)
     return f"exec {python} -I -c {shlex.quote(_SCRIPT)} {what} {shlex.quote(command)}"
 
@@ -96,10 +116,13 @@ class Figures:
     cpu_ns: int | None = None
     peak_bytes: int | None = None
     instructions: int | None = None
-    counter: str | None = None  # perf_event or valgrind: which counted the instructions
+    counter: str | None = None  # perf_event, valgrind or task-clock: which counted
     left: int = 0  # processes still running when the benchmark ended (killed)
     uncounted: int = 0  # processes Callgrind traced that ended with no count written
-    error: str | None = None  # no-counter: neither hardware counters nor valgrind
+    floor_bytes: int | None = None  # the least peak the host's measurer can report
+    # no-counter: neither hardware counters nor valgrind; counter-lost: the counter did
+    # not run the whole time; not-pid-1: a container's measurer that is not its process 1
+    error: str | None = None
 
 
 def taken(result: CommandResult) -> tuple[CommandResult, Figures | None]:

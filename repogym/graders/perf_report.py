@@ -40,6 +40,7 @@ class Runs:
     order: list[tuple[Side, Side]] = field(default_factory=list)
     counter: str | None = None
     cap: str | None = None  # max_runs or max_seconds: the cap auto stopped at, if any
+    floor: int | None = None  # the least peak the host's measurer can see, in bytes
 
     @property
     def pairs(self) -> int:
@@ -48,11 +49,21 @@ class Runs:
     def interval(self) -> Interval:
         return interval(self.times["baseline"], self.times["candidate"])
 
+    def speedup(self) -> float:
+        """The spec's figure: the fastest baseline run over the fastest candidate run."""
+        return min(self.times["baseline"]) / min(self.times["candidate"])
 
-def undecided(config: PerfConfig, found: Interval) -> list[str]:
-    """The decision points (``noise_floor``, ``min_speedup``) ``found`` still spans."""
+
+def undecided(config: PerfConfig, found: Interval, speedup: float) -> list[str]:
+    """The decision points (``noise_floor``, ``min_speedup``) still open: those ``found``
+    spans, and those the scored ``speedup`` (the spec's, from the fastest runs) falls on
+    the other side of from the interval (a lucky or forced fast run)."""
     points = {"noise_floor": config.noise_floor, "min_speedup": config.min_speedup}
-    return [key for key, point in points.items() if found.around(point)]
+    return [
+        key
+        for key, point in points.items()
+        if found.around(point) or (speedup >= point) != (found.low > point)
+    ]
 
 
 def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
@@ -103,9 +114,9 @@ def component(config: PerfConfig, runs: Runs, failure: PerfFailure | None) -> Gr
             findings=[Finding(title=failure.key, message=f"score 0: {failure.problem}")],
         )
     fastest = {side: min(runs.times[side]) for side in SIDES}
-    speedup = fastest["baseline"] / fastest["candidate"]
+    speedup = runs.speedup()
     found = runs.interval()
-    still = undecided(config, found)
+    still = undecided(config, found, speedup)
     far = {side: far_runs(runs.times[side]) for side in SIDES}
     details.update(
         baseline_min=fastest["baseline"],
@@ -171,8 +182,16 @@ def _messages(
         messages.append(f"below the noise floor of {config.noise_floor:g}×: score 0")
     elif speedup < config.min_speedup:
         messages.append(f"{config.min_speedup:g}× needed to pass")
-    messages += _open(config, runs, found)
+    messages += _open(config, runs, found, speedup)
     messages += _odd_runs(config, runs)
+    if config.measure == "peak_memory" and runs.floor:
+        for side in SIDES:
+            if fastest[side] <= 1.1 * runs.floor:
+                messages.append(
+                    f"warning: the {side}'s peak ({shown(config, fastest[side])}) is at the "
+                    f"measurer's own ({shown(config, runs.floor)}), below which no peak shows: "
+                    "make the benchmark use more memory than that"
+                )
     if config.measure == "time" and config.timing != "instructions":
         for side in SIDES:
             if fastest[side] < SHORT_RUN:
@@ -184,16 +203,21 @@ def _messages(
     return messages
 
 
-def _open(config: PerfConfig, runs: Runs, found: Interval) -> list[str]:
+def _open(config: PerfConfig, runs: Runs, found: Interval, speedup: float) -> list[str]:
     """What `runs: auto` left open, when it stopped at a cap."""
-    still = undecided(config, found)
+    still = undecided(config, found, speedup)
     if not (config.auto and still):
         return []
     points = " and ".join(f"`{key}` ({getattr(config, key):g}×)" for key in still)
     cap = f"`{runs.cap}`" if runs.cap else "the cap"
+    where = (
+        "across"
+        if any(found.around(getattr(config, key)) for key in still)
+        else f"and the fastest runs' {speedup:.2f}× on either side of"
+    )
     return [
         f"warning: stopped at {cap} with the interval [{found.low:.2f}, {found.high:.2f}] "
-        f"across {points}: another grade may reach another verdict"
+        f"{where} {points}: another grade may reach another verdict"
     ]
 
 
