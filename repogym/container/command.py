@@ -122,6 +122,11 @@ class Command:
             mounts=self.mounts,
             cpuset_cpus=self.setting.cpuset,
             **confined(self.setting.limits, "bridge" if self.setting.networked else "none"),
+            # The command is process 1 (no init that the engine's default may add), in a
+            # cgroup namespace of its own: the perf grader's measurer is process 1 and
+            # reads its own cgroup as its container's (issue 24).
+            init=False,
+            cgroupns="private",
         )
         argv = [self.command]
         if self.early is not None:

@@ -186,11 +186,6 @@ def confined(
         "nano_cpus": int(limits.cpus * 1e9),
         "log_config": docker.types.LogConfig(type="none"),
         "ipc_mode": "private",
-        # The command is process 1 (no init the engine's default may add), in a cgroup
-        # namespace of its own: the perf grader's measurer reads its own cgroup as its
-        # container's (issue 24).
-        "init": False,
-        "cgroupns": "private",
     }
 
 
