@@ -30,7 +30,15 @@ FIGURE = {
 
 
 def _count_or_auto(value: Any) -> str:
-    return UNION_TAGS[1] if isinstance(value, str) else UNION_TAGS[0]
+    return UNION_TAGS[1] if value == "auto" else UNION_TAGS[0]
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class PerfConfig(BaseModel):
@@ -56,9 +64,9 @@ class PerfConfig(BaseModel):
     @field_validator("runs", mode="before")
     @classmethod
     def _runs_word(cls, value: Any) -> Any:
-        if isinstance(value, str) and value != "auto":
+        if isinstance(value, str) and value != "auto" and not _numeric(value):
             raise ValueError("should be a whole number of pairs (1 to 1000) or `auto`")
-        return value
+        return value  # a number written as text (`1e3`) gets the schema's own hint
 
     @model_validator(mode="after")
     def _consistent(self) -> PerfConfig:
