@@ -190,25 +190,25 @@ class _Bench:
         figures = None
         if what is not None:
             result, figures = perf_measure.taken(replace(result, command=self.config.command))
-            _no_counter(figures, result)
+            _measurer_error(figures, result)
         _notfound.check_run(self.runner, result, "perf.command")
         where = f"the {side} benchmark ({which})"
         if result.timed_out:
             raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)
         if result.exit_code != 0:
             raise _Failure(f"{where} exited with code {result.exit_code}", result)
-        if figures is not None or what is not None:
+        if what is not None:
             figure = self._figure(figures, result, where)
         elif self.config.timing == "wall":
             figure = result.duration
         else:
             figure = _reported_seconds(result, where)
         timed = "time" in self.config.figure
-        what, unit = ("time", " s") if timed else (self.config.figure, "")
+        kind, unit = ("time", " s") if timed else (self.config.figure, "")
         if not math.isfinite(figure):
-            raise _Failure(f"{where} took a non-finite {what} ({figure!r})", result)
+            raise _Failure(f"{where} took a non-finite {kind} ({figure!r})", result)
         if figure <= 0:
-            raise _Failure(f"{where} took a non-positive {what} ({figure!r}{unit})", result)
+            raise _Failure(f"{where} took a non-positive {kind} ({figure!r}{unit})", result)
         return figure
 
     def _figure(
@@ -266,7 +266,7 @@ _ERRORS = {
 }
 
 
-def _no_counter(figures: perf_measure.Figures | None, result: CommandResult) -> None:
+def _measurer_error(figures: perf_measure.Figures | None, result: CommandResult) -> None:
     if figures is not None and figures.error is not None:
         problem = _ERRORS.get(figures.error, f"the measurer failed ({figures.error})")
         raise _Failure(problem, result, key="timing")

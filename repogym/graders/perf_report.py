@@ -128,7 +128,7 @@ def component(config: PerfConfig, runs: Runs, failure: PerfFailure | None) -> Gr
         undecided=still,
     )
     passed = speedup >= config.min_speedup
-    messages = _messages(config, runs, fastest, speedup, found)
+    messages = _messages(config, runs, fastest, speedup, found, still)
     return GradeComponent(
         name=NAME,
         score=perf_score(speedup, config.noise_floor, config.min_speedup),
@@ -165,6 +165,7 @@ def _messages(
     fastest: dict[Side, float],
     speedup: float,
     found: Interval,
+    still: list[str],
 ) -> list[str]:
     by = f", {runs.counter}" if runs.counter else ""
     messages = [
@@ -182,7 +183,7 @@ def _messages(
         messages.append(f"below the noise floor of {config.noise_floor:g}×: score 0")
     elif speedup < config.min_speedup:
         messages.append(f"{config.min_speedup:g}× needed to pass")
-    messages += _open(config, runs, found, speedup)
+    messages += _open(config, runs, found, speedup, still)
     messages += _odd_runs(config, runs)
     if config.measure == "peak_memory" and runs.floor:
         for side in SIDES:
@@ -203,9 +204,10 @@ def _messages(
     return messages
 
 
-def _open(config: PerfConfig, runs: Runs, found: Interval, speedup: float) -> list[str]:
-    """What `runs: auto` left open, when it stopped at a cap."""
-    still = undecided(config, found, speedup)
+def _open(
+    config: PerfConfig, runs: Runs, found: Interval, speedup: float, still: list[str]
+) -> list[str]:
+    """What `runs: auto` left open (``still``), when it stopped at a cap."""
     if not (config.auto and still):
         return []
     points = " and ".join(f"`{key}` ({getattr(config, key):g}×)" for key in still)

@@ -54,29 +54,26 @@ FORGE = textwrap.dedent(
 WORK = SMALL_PERF["files"]["src/work.py"]
 
 
-def _attack(tail: str) -> str:
-    return (
-        FORGE + "\n\n" + WORK.replace("    return total\n", "    " + tail + "\n    return total\n")
-    )
+def _graded(case: Case, tail: str) -> tuple[list[str], dict]:
+    """Grade a candidate whose benchmark runs ``tail`` once its work is done: what is not
+    as a secure grader leaves it, and the perf component."""
+    case.base(task=CPU_TASK, files=SMALL_PERF["files"])
+    attack = WORK.replace("    return total\n", f"    {tail}\n    return total\n")
+    case.submit({"src/work.py": FORGE + "\n\n" + attack})
+    graded = case.grade()
+    perf = next(c for c in (graded.report or {})["components"] if c["name"] == "perf")
+    return graded.problems("FAIL"), perf
 
 
 def test_a_forged_line_of_figures_is_not_taken(case: Case) -> None:
-    case.base(task=CPU_TASK, files=SMALL_PERF["files"])
-    case.submit({"src/work.py": _attack("forge()")})
-    graded = case.grade()
-    problems = graded.problems("FAIL")
-    perf = next(c for c in (graded.report or {})["components"] if c["name"] == "perf")
+    problems, perf = _graded(case, "forge()")
     if perf["score"] != 0 or not 0.5 < perf["details"]["speedup"] < 1.1:
         problems.append(f"perf took the forgery: {perf['details'].get('speedup')}x")
     assert not problems, "\n".join(problems)
 
 
 def test_killing_the_measurer_after_a_forged_line_fails_the_run(case: Case) -> None:
-    case.base(task=CPU_TASK, files=SMALL_PERF["files"])
-    case.submit({"src/work.py": _attack("forge(); os.kill(measurer(), 9)")})
-    graded = case.grade()
-    problems = graded.problems("FAIL")
-    perf = next(c for c in (graded.report or {})["components"] if c["name"] == "perf")
+    problems, perf = _graded(case, "forge(); os.kill(measurer(), 9)")
     if "exited with code -9" not in perf["messages"][0]:
         problems.append(f"the run did not fail for its killed measurer: {perf['messages'][0]}")
     assert not problems, "\n".join(problems)
