@@ -19,6 +19,7 @@ from typing import Any
 
 from repogym._demo import build_example_repo
 from tests.repo import IDENTITY
+from tests.shell import repogym_command
 from tests.waiting import BACKSTOP
 
 # What differs between two grades of one job: when and how long, and where it ran.
@@ -182,11 +183,13 @@ def run_repogym(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def interrupted(command: list[str], fifo: Path) -> tuple[subprocess.Popen[str], str]:
-    """Run ``command`` (a batch whose slow job's test reads ``fifo``); once that test
-    runs, SIGINT the batch; the batch, ended, and its stderr. The test's other end is
-    checked closed first: it did not outlive the batch."""
-    batch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def interrupted(args: list[str], fifo: Path) -> tuple[subprocess.Popen[str], str]:
+    """Run ``repogym ARGS`` (a batch whose slow job's test reads ``fifo``) as a shell
+    would; once that test runs, SIGINT the batch; the batch, ended, and its stderr. The
+    test's other end is checked closed first: it did not outlive the batch."""
+    batch = subprocess.Popen(
+        repogym_command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
         batch.send_signal(signal.SIGINT)

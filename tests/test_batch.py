@@ -156,8 +156,7 @@ def test_ctrl_c_stops_the_batch_and_keeps_what_finished(
     lines = jobs.read_text().splitlines()
     jobs.write_text("\n".join(reversed(lines)) + "\n")  # the quick job first
     output = tmp_path / "out.jsonl"
-    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(output)]
-    batch, err = interrupted([*command, "-j", workers], fifo)
+    batch, err = interrupted(["batch", str(jobs), "-o", str(output), "-j", workers], fifo)
     assert batch.returncode == 130, err
     assert "repogym: interrupted by SIGINT" in err
     if workers == "1":
@@ -171,8 +170,7 @@ def test_ctrl_c_stops_a_batch_whose_other_worker_is_idle(tmp_path: Path, fifo: P
     SIGTERM must not leave the queue locked for the busy one (the batch would hang)."""
     jobs = blocking_jobs(tmp_path, fifo)
     jobs.write_text(jobs.read_text().splitlines()[0] + "\n")  # the slow job alone
-    command = [sys.executable, "-m", "repogym", "batch", str(jobs), "-o", str(tmp_path / "o")]
-    batch, err = interrupted([*command, "-j", "2"], fifo)
+    batch, err = interrupted(["batch", str(jobs), "-o", str(tmp_path / "o"), "-j", "2"], fifo)
     assert batch.returncode == 130, err
     assert lines_of(tmp_path / "o") == {}
 

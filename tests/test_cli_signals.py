@@ -20,19 +20,8 @@ import pytest
 from repogym._demo import example_names
 from repogym.cli import main
 from tests.repo import Repo
+from tests.shell import repogym_command
 from tests.waiting import BACKSTOP, ready_to_read
-
-# Starts repogym as `python -m repogym` does, with the dispositions an interactive shell
-# gives (pytest itself may have been started with SIGINT or SIGHUP ignored, which a child
-# would inherit, and which repogym rightly leaves alone).
-LAUNCH = """\
-import runpy, signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
-signal.signal(signal.SIGTERM, signal.SIG_DFL)
-signal.signal(signal.SIGHUP, signal.{hup})
-sys.argv[0] = "repogym"
-runpy.run_module("repogym", run_name="__main__", alter_sys=True)
-"""
 
 BASE_TEST = "def test_a():\n    assert False  # the base\n"
 SUBMITTED_TEST = "def test_a():\n    assert True  # the submission's own copy\n"
@@ -42,7 +31,7 @@ def start(
     args: list[str], cwd: Path, env: dict[str, str], *, hup: str = "SIG_DFL"
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", LAUNCH.format(hup=hup), *args],
+        repogym_command(args, hup=hup),
         cwd=cwd,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,
