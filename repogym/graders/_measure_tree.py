@@ -63,10 +63,9 @@ def main(mode: str, command: str) -> int:
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     argv = ["/bin/sh", "-c", command]
-    event = {"instructions": INSTRUCTIONS, "cpu": TASK_CLOCK}.get(mode)
-    counted = event is not None and _counter(libc, 0, event) is not None
+    event = _event(libc, mode)
     dumps = None
-    if mode == "instructions" and not counted:
+    if mode == "instructions" and event is None:
         if shutil.which("valgrind") is None:
             _report({"error": "no-counter"})
             return 127
@@ -99,7 +98,7 @@ def main(mode: str, command: str) -> int:
     # kernel keeps a process's highest peak across exec: no peak of the tree can be
     # below the copy's.
     floor = _peak(child)
-    fd = _counter(libc, child, event) if counted and event is not None else None
+    fd = _counter(libc, child, event) if event is not None else None
     os.write(go_w, b"go")
     os.close(go_w)
     status = os.waitpid(child, 0)[1]
@@ -118,6 +117,13 @@ def main(mode: str, command: str) -> int:
         shutil.rmtree(dumps, ignore_errors=True)
     _report(figures)
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def _event(libc: ctypes.CDLL, mode: str) -> tuple[int, int, bool] | None:
+    """The kernel's event that counts ``mode``'s figure, where the kernel gives a counter
+    of it here; else None (reaped children's accounting, or Callgrind)."""
+    event = {"instructions": INSTRUCTIONS, "cpu": TASK_CLOCK}.get(mode)
+    return event if event is not None and _counter(libc, 0, event) is not None else None
 
 
 def _counter(libc: ctypes.CDLL, pid: int, event: tuple[int, int, bool]) -> int | None:

@@ -42,7 +42,7 @@ from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
 from repogym.graders import perf_measure
 from repogym.graders.base import BuiltinGrader
-from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score, undecided
+from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score
 from repogym.graders.perf_report import PerfFailure as _Failure
 from repogym.models import GradeComponent
 from repogym.runner import CommandResult
@@ -283,7 +283,7 @@ def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
     total = config.max_runs if config.auto else config.first_runs
     for index in range(total):
         if index >= config.first_runs:
-            if not undecided(config, runs.interval(), runs.speedup()):
+            if not runs.undecided(config):
                 return
             if time.monotonic() - start >= config.max_seconds:
                 runs.cap = "max_seconds"
@@ -293,7 +293,7 @@ def _measure(bench: _Bench, config: PerfConfig, runs: Runs) -> None:
         which = f"pair {index + 1} of {'at most ' if config.auto else ''}{total}"
         for side in order:
             runs.times[side].append(bench.time(side, which))
-    if config.auto and undecided(config, runs.interval(), runs.speedup()):
+    if config.auto and runs.undecided(config):
         runs.cap = "max_runs"
 
 

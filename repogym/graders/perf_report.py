@@ -49,9 +49,18 @@ class Runs:
     def interval(self) -> Interval:
         return interval(self.times["baseline"], self.times["candidate"])
 
+    def fastest(self) -> dict[Side, float]:
+        """Each side's fastest run (least figure): the spec's figure of the side."""
+        return {side: min(self.times[side]) for side in SIDES}
+
     def speedup(self) -> float:
         """The spec's figure: the fastest baseline run over the fastest candidate run."""
-        return min(self.times["baseline"]) / min(self.times["candidate"])
+        fastest = self.fastest()
+        return fastest["baseline"] / fastest["candidate"]
+
+    def undecided(self, config: PerfConfig) -> list[str]:
+        """The decision points the runs so far leave open (``undecided``)."""
+        return undecided(config, self.interval(), self.speedup())
 
 
 def undecided(config: PerfConfig, found: Interval, speedup: float) -> list[str]:
@@ -113,7 +122,7 @@ def component(config: PerfConfig, runs: Runs, failure: PerfFailure | None) -> Gr
             messages=messages,
             findings=[Finding(title=failure.key, message=f"score 0: {failure.problem}")],
         )
-    fastest = {side: min(runs.times[side]) for side in SIDES}
+    fastest = runs.fastest()
     speedup = runs.speedup()
     found = runs.interval()
     still = undecided(config, found, speedup)
