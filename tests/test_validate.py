@@ -338,9 +338,19 @@ def test_refactor_without_limits_and_unloadable_grader(repo: Repo) -> None:
 
 
 def test_repeat_reports_the_spread_of_each_timing_on_a_perf_task(tmp_path: Path) -> None:
-    # The solution does a quarter of the base's loop work (tests/perfmodes.py).
-    settings = {"runs": 2, "warmup": 1, "min_speedup": 1.5}
-    repo = perf_repo(tmp_path / "repo", {"work": 800_000}, {"work": 200_000}, settings)
+    # The solution does a quarter of the base's loop work (tests/perfmodes.py). The
+    # interpreter's start weighs on runs this short (0.1 s of loop at the base), so the
+    # clocks see about 1.5× of it; the task's own grades count CPU time, which load moves
+    # least, with a noise floor above what identical code reached beside two busy
+    # processes (1.12×). What is under test is the report of each timing's spread.
+    settings = {
+        "timing": "cpu",
+        "runs": 2,
+        "warmup": 1,
+        "noise_floor": 1.2,
+        "min_speedup": 1.3,
+    }
+    repo = perf_repo(tmp_path / "repo", {"work": 1_600_000}, {"work": 400_000}, settings)
     done = validate(repo, "--solution", "pr", "--repeat", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     lines = {line.split(": speed-up")[0].strip(): line for line in done.stdout.splitlines()}

@@ -14,13 +14,18 @@ benchmark doing a known amount of work (tests/perfmodes.py), real grades.
 from __future__ import annotations
 
 import ctypes
+import json
+import os
 import statistics
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from repogym.graders import _measure_tree
+from repogym.graders import _measure_tree, perf, perf_measure
+from repogym.graders.perf_report import PerfFailure
+from repogym.runner import CommandResult
 from tests.perfmodes import perf_component, perf_repo
 
 WORK = 4_000_000  # iterations of the loop: about 0.25 s of CPU here
@@ -104,6 +109,34 @@ def test_instructions_by_the_hardware_counter(tmp_path: Path) -> None:
     assert max(figures) / min(figures) < 1.01, figures
 
 
+@pytest.mark.parametrize("mode", ["instructions", "cpu"])
+def test_a_count_the_counter_did_not_take_throughout_fails_the_run(mode: str) -> None:
+    # A pinned hardware counter that another event took (here, no CPU has counters to
+    # take): the kernel's times say it ran for less of the benchmark than it was enabled.
+    # The measurer's reading, its line and the grader's check, as a real run chains them.
+    def line(value: int, enabled: int, running: int) -> str:
+        read, write = os.pipe()
+        os.write(write, struct.pack("QQQ", value, enabled, running))
+        os.close(write)
+        figures = _measure_tree._read(read, mode)
+        os.close(read)
+        return _measure_tree.MARK + json.dumps(figures)
+
+    def result(stdout: str) -> CommandResult:
+        return CommandResult(
+            command="bench", exit_code=0, timed_out=False, duration=0.1, stdout=stdout, stderr=""
+        )
+
+    whole = perf_measure.taken(result(line(1000, 50, 50)))[1]
+    assert whole is not None and (whole.cpu_ns or whole.instructions) == 1000
+    perf._measurer_error(whole, result(""))  # no failure
+    cut = perf_measure.taken(result(line(1000, 50, 49)))[1]
+    assert cut is not None and cut.error == "counter-lost"
+    with pytest.raises(PerfFailure, match="did not run for the whole benchmark") as failed:
+        perf._measurer_error(cut, result(""))
+    assert failed.value.key == "timing"
+
+
 def test_instructions_count_forked_children_once(tmp_path: Path) -> None:
     # Without --dump-before=fork each child would count its parent's start-up again.
     component = graded(
@@ -118,8 +151,10 @@ def test_instructions_count_forked_children_once(tmp_path: Path) -> None:
 
 
 def test_instructions_detect_less_work(tmp_path: Path) -> None:
+    # After a warm-up round: a first run in a fresh bytecode cache also counts compiling
+    # the modules it imports (about 1 G instructions under Callgrind, on both sides).
     component = graded(
-        tmp_path, {"work": 4 * SMALL}, {"work": SMALL}, timing="instructions", runs=1, warmup=0
+        tmp_path, {"work": 4 * SMALL}, {"work": SMALL}, timing="instructions", runs=1, warmup=1
     )
     assert component.details["speedup"] > 1.5, component.messages
 

@@ -99,15 +99,15 @@ def test_the_measurer_s_descriptors_and_memory_are_closed_to_the_benchmark() -> 
         """
     )
     (tree / "probe.py").write_text(probe)
-    command = f"{sys.executable} probe.py"
-    result = Runner().run(
-        perf_measure.wrapped(command, "cpu", in_container=False), tree, timeout=60
-    )
+    command = perf_measure.wrapped(f"{sys.executable} probe.py", "cpu", in_container=False)
+    try:
+        result = Runner().run(command, tree, timeout=60)
+    finally:
+        shutil.rmtree(tree)
     assert result.ok, result.stdout + result.stderr
     said, figures = perf_measure.taken(result)
     assert figures is not None and figures.cpu_ns, result.stdout
     lines = said.stdout.splitlines()
-    shutil.rmtree(tree)
     assert len(lines) == 2 and all(line.startswith("CLOSED /proc/") for line in lines), lines
     # The task clock opened on the measurer's child (which is not the measurer, so it
     # may be counted) where the kernel gives one.
