@@ -6,6 +6,7 @@ Each benchmark runs as ``python bench/NAME.py``, which puts this directory on sy
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable
 
@@ -24,6 +25,11 @@ def expect(condition: bool, problem: str) -> None:
     """Stop the benchmark when a sanity check fails: a fast wrong answer proves nothing."""
     if not condition:
         raise SystemExit(f"sanity check failed: {problem}")
+
+
+def median(values: list[float]) -> float:
+    """The median, or NaN for no values (a phase that never ran)."""
+    return statistics.median(values) if values else float("nan")
 
 
 def half_load() -> None:
