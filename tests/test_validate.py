@@ -341,8 +341,9 @@ def test_repeat_reports_the_spread_of_each_timing_on_a_perf_task(tmp_path: Path)
     # The solution does a quarter of the base's loop work (tests/perfmodes.py). The
     # interpreter's start weighs on runs this short (0.1 s of loop at the base), so the
     # clocks see 1.3× to 1.5× of it; the task's own grades count CPU time, which load moves
-    # least, with a noise floor above what identical code reached beside two busy
-    # processes (1.12×). What is under test is the report of each timing's spread.
+    # least, with a noise floor above the most identical code reached by CPU time beside
+    # two busy processes in bench/perf_noise.py (1.14×). What is under test is the report
+    # of each timing's spread.
     settings = {
         "timing": "cpu",
         "runs": 2,
