@@ -41,7 +41,7 @@ from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.links import LinkInTree, open_regular
-from repogym.workspace import Workspace, clone_at
+from repogym.workspace import Workspace, clone_at, host_runner
 
 _APPLY_TIMEOUT = 60.0
 _Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
@@ -85,7 +85,7 @@ class RepoEnv:
         # episode's container made at reset() and removed at the next and at close()
         # (issue 23).
         self.runner: Runner | EpisodeRunner = (
-            Runner(pass_env=self.task.pass_env, set_env=self.task.env)
+            host_runner(self.task)
             if self.task.environment is None
             else prepare(self.task, self.repo, self.base).episode_runner(self.task)
         )

@@ -28,7 +28,7 @@ from repogym.container.episode import EpisodeRunner
 from repogym.container.runner import ContainerRunner
 from repogym.errors import LOG_LINE, EngineError
 from repogym.task import Task
-from repogym.task._environment import EnvironmentConfig
+from repogym.task._environment import EnvironmentConfig, Limits
 from repogym.tree import git as _git
 
 How = Literal["built", "reused", "pulled", "local"]
@@ -48,6 +48,7 @@ class Prepared:
     seconds: float
     warnings: tuple[str, ...] = ()
     client: Any = field(default=None, repr=False, compare=False)
+    limits: Limits = field(default_factory=Limits)  # the task's, wherever it wrote them
 
     def record(self) -> dict[str, Any]:
         """What the report says of the environment."""
@@ -60,7 +61,7 @@ class Prepared:
             "how": self.how,
             "seconds": round(self.seconds, 3),
             "network": config.network,
-            "limits": config.limits.model_dump(mode="json"),
+            "limits": self.limits.model_dump(mode="json"),
             "warnings": list(self.warnings),
         }
 
@@ -70,7 +71,7 @@ class Prepared:
             self.client,
             self.id,
             name=self.image,
-            limits=self.config.limits,
+            limits=self.limits,
             network=self.config.network,
             pass_env=task.pass_env,
             set_env=task.env,
@@ -82,7 +83,7 @@ class Prepared:
         return EpisodeRunner(
             self.client,
             self.id,
-            limits=self.config.limits,
+            limits=self.limits,
             network=self.config.network,
             pass_env=task.pass_env,
             set_env=task.env,
@@ -107,6 +108,7 @@ def prepare(task: Task, repo: Path, rubric: str) -> Prepared:
             how=how,
             seconds=time.monotonic() - start,
             client=client,
+            limits=task.command_limits,
         )
     assert config.image is not None
     found, how = _image(client, task, config.image)
@@ -121,6 +123,7 @@ def prepare(task: Task, repo: Path, rubric: str) -> Prepared:
         seconds=time.monotonic() - start,
         warnings=warnings,
         client=client,
+        limits=task.command_limits,
     )
 
 

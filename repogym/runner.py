@@ -23,6 +23,7 @@ user (:mod:`repogym.sandbox.users`); the trees a command must write are named by
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -31,13 +32,15 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
 from repogym import progress
+from repogym.sandbox import cgroup as _cgroup
 from repogym.sandbox import reaper as _reaper
+from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 
@@ -129,6 +132,8 @@ class Runner:
     set_env: Mapping[str, str] = field(default_factory=dict)  # fixed values from the task
     output_cap: int = DEFAULT_OUTPUT_CAP
     sandbox: bool = True
+    # The task's `limits` for each command, a cgroup of its own (root only); None: none.
+    limits: _cgroup.Caps | None = None
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment a command gets, built from ``base`` (default: ``os.environ``)."""
@@ -148,15 +153,19 @@ class Runner:
         writable: Sequence[Path] = (),
         collect: Sequence[Path] = (),
         network: bool = False,
+        readable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist.
 
         ``timeout`` is in seconds: finite, positive and at most ``MAX_TIMEOUT``.
         ``writable``: trees the command must write, handed to its user for the run when
         that is a sandbox user (root, ``sandbox=True``); they stay that user's after it.
-        ``collect`` (the trees the grader reads afterwards) and ``network`` (the command
-        is the task's ``setup``) matter to a :class:`repogym.container.runner.ContainerRunner`
-        only: here the trees are the host's and the network is the machine's.
+        ``readable``: trees besides ``cwd`` it must read (linked dependencies): a sealed
+        command (:mod:`repogym.sandbox.seal`) sees nothing else of the host but the system
+        and its toolchain. ``network`` (the command is the task's ``setup``): a sealed
+        command has the machine's network only then. ``collect`` (the trees the grader
+        reads afterwards) matters to a :class:`repogym.container.runner.ContainerRunner`
+        only: here the trees are the host's.
         """
         check_timeout(timeout)
         _reaper.harden_grader()
@@ -169,7 +178,8 @@ class Runner:
             # The session's HOME, TMPDIR... replace the grader's, and the task's replace those.
             allowed = self.environment({**os.environ, **session.env})
             full_env = {**session.env, **allowed, **(env or {}), _reaper.MARKER: marker}
-            result = self._run(command, cwd, timeout, full_env, marker, session)
+            view = _seal.View(writable=writable, readable=readable, cwd=Path(cwd), network=network)
+            result = self._run(command, view, timeout, full_env, marker, session)
         if told is not None:
             told.command_finished(result)
         return result
@@ -193,7 +203,39 @@ class Runner:
     def _run(
         self,
         command: str,
+        view: _seal.View,
+        timeout: float,
+        full_env: dict[str, str],
+        marker: str,
+        session: _sandbox.Session,
+    ) -> CommandResult:
+        """The command sealed where it can be (a sandbox uid), in a cgroup of the task's
+        limits where one can be made; see :meth:`run`."""
+        argv, cwd, sealed = ["/bin/sh", "-c", command], view.cwd, False
+        if session.uid is not None and session.gid is not None:
+            why = _seal.unavailable()
+            if why is None:
+                argv = _seal.argv(argv, view, uid=session.uid, gid=session.gid, env=full_env)
+                cwd, sealed = Path("/"), True
+            else:
+                _seal.notice(why)
+        caps = self.limits if session.uid is not None else None
+        with _cgroup.group(caps) if caps is not None else _no_group() as group:
+            result = self._spawn(
+                command, argv, cwd, sealed, group, timeout, full_env, marker, session
+            )
+            if group is not None and group.went_over_memory():
+                stderr = result.stderr.rstrip("\n") + "\n" + group.over_memory_line() + "\n"
+                result = replace(result, stderr=stderr)
+        return result
+
+    def _spawn(
+        self,
+        command: str,
+        argv: list[str],
         cwd: Path,
+        sealed: bool,
+        group: _cgroup.Group | None,
         timeout: float,
         full_env: dict[str, str],
         marker: str,
@@ -207,7 +249,7 @@ class Runner:
         # but not yet returned, it is still our child, which kill_leftovers kills.
         try:
             process = _reaper.start(
-                ["/bin/sh", "-c", command],
+                argv,
                 spare=session.uid is None,  # swept by kill_leftovers below
                 cwd=cwd,
                 env=full_env,
@@ -215,7 +257,9 @@ class Runner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                **session.popen_options(),
+                **session.popen_options(
+                    sealed=sealed, enter=None if group is None else group.join()
+                ),
             )
             stdout, stderr = (
                 _Tail(process.stdout, self.output_cap),
@@ -248,6 +292,11 @@ class Runner:
             stdout_cut=stdout.cut,
             stderr_cut=stderr.cut,
         )
+
+
+@contextlib.contextmanager
+def _no_group() -> Iterator[None]:
+    yield None
 
 
 def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -22,6 +22,7 @@ from repogym.container.runner import ContainerRunner
 from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.runner import Runner
+from repogym.sandbox.cgroup import Caps
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
@@ -79,7 +80,7 @@ class Workspace:
         if self.runner is None:
             task = self.task
             if task.environment is None:
-                self.runner = Runner(pass_env=task.pass_env, set_env=task.env)
+                self.runner = host_runner(task)
             else:
                 made = prepare(task, self.root, self.rubric).runner(task)
                 atexit.register(made.close)
@@ -374,3 +375,11 @@ def clone_at(
         _git.git(["reset", "--quiet", commit], dest)
     _git.git(["remote", "remove", "origin"], dest)
     return dest
+
+
+def host_runner(task: Task) -> Runner:
+    """A runner of ``task``'s commands on the host: its variables, and its ``limits`` as
+    a cgroup of each command's own where the grader can make one (issue 43)."""
+    limits = task.command_limits
+    caps = Caps(memory=limits.memory, pids=limits.pids, cpus=limits.cpus)
+    return Runner(pass_env=task.pass_env, set_env=task.env, limits=caps)

@@ -195,7 +195,7 @@ class Command:
         if state.get("OOMKilled"):
             self.stderr += (
                 f"\nrepogym: killed: the command went over its memory limit "
-                f"({self.setting.limits.memory >> 20} MiB, environment.limits.memory)\n"
+                f"({self.setting.limits.memory >> 20} MiB, limits.memory)\n"
             ).encode()
         return CommandResult(
             command=self.command,

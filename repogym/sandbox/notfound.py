@@ -20,48 +20,16 @@ be missing by the submission's doing: no error either.
 from __future__ import annotations
 
 import re
-import shlex
 import shutil
 from collections.abc import Callable
 
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
 from repogym.runner import CommandResult
+from repogym.sandbox.commandline import first_program
 
 NOT_FOUND = 127  # the shell's exit code for a command it did not find (POSIX)
 THIS_MACHINE = "this machine"
-# Words the shell runs itself: no program is looked for (dash's and bash's builtins and
-# keywords that may start a command).
-_SHELL_WORDS = """! { } ( ) [ [[ . : alias bg break case cd command continue do done echo
-elif else esac eval exec exit export false fg fi for getopts hash if in jobs kill local
-printf pwd read readonly return set shift source test then times trap true type ulimit umask
-unalias unset until wait while"""
-SHELL_WORDS = frozenset(_SHELL_WORDS.split())
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_EXPANDS = frozenset("$`*?[~")
-
-
-def first_program(command: str) -> str | None:
-    """The program ``command`` starts with, as the shell will look it up: its first word
-    after any ``NAME=value`` assignments; None when that is a shell builtin or keyword,
-    punctuation, or a word the shell expands (``$X``, a glob), or the command does not
-    parse."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:  # an unclosed quote: the shell will say so itself
-        return None
-    for word in words:
-        if not _ASSIGNMENT.match(word):
-            break
-    else:
-        return None
-    if word in SHELL_WORDS or not word or set(word) & _EXPANDS:
-        return None
-    if set(word) <= set(lexer.punctuation_chars):
-        return None
-    return word
 
 
 def missing_program(

@@ -35,12 +35,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.errors import SandboxError
-from repogym.runner import Runner
+from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
-from repogym.sandbox.notfound import first_program
+from repogym.sandbox.commandline import first_program
 from repogym.task import Task
 from repogym.tree.store import copies_dir
-from repogym.workspace import Workspace
+from repogym.workspace import Workspace, host_runner
 
 EXECUTE, READ = 0o1, 0o4  # the bits for others
 MAX_LINKS = 40  # as Linux follows on one path
@@ -70,9 +70,13 @@ def check(workspace: Workspace) -> None:
     same the grader finds first on their PATH. Nothing is checked unless the commands run
     as a sandbox user (root, sandbox on)."""
     task = workspace.task
-    runner = Runner(pass_env=task.pass_env, set_env=task.env)
+    runner = host_runner(task)
     # In a container of the task's environment, the image's programs run, not ours.
     if task.environment is not None or not runner.switches_user():
+        return
+    # A sealed command's view is made by root, its every directory enterable
+    # (repogym.sandbox.seal): a 0700 home on the way keeps nothing out of its reach.
+    if _seal.unavailable() is None:
         return
     places = {
         copies_dir(workspace.snapshot().size) or tempfile.gettempdir(): "the copies",

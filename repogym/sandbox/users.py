@@ -75,14 +75,28 @@ class Session:
     gid: int | None
     env: dict[str, str] = field(default_factory=dict)  # over the grader's, before the allowlist
 
-    def popen_options(self) -> dict[str, Any]:
-        """What ``subprocess.Popen`` needs to start the command as this session's user."""
+    def popen_options(
+        self, *, sealed: bool = False, enter: Callable[[], None] | None = None
+    ) -> dict[str, Any]:
+        """What ``subprocess.Popen`` needs to start the command as this session's user;
+        ``sealed``: the program started is the seal (repogym.sandbox.seal), which runs as
+        root and drops to the uid itself; ``enter``: what the child runs before exec (it
+        joins the command's cgroup)."""
         if self.uid is None:
             return {}
+
+        def prepare() -> None:
+            _limit()
+            if enter is not None:
+                enter()
+
         # preexec_fn runs in the child after _posixsubprocess has set the uid and gid,
-        # so the limits it sets are the sandbox's own, and lowered hard limits stay.
+        # so the limits it sets are the sandbox's own, and lowered hard limits stay (the
+        # seal's setpriv keeps them when it drops to the uid).
         _libc()  # loaded here: a dlopen between fork and exec may deadlock
-        return {"user": self.uid, "group": self.gid, "extra_groups": [], "preexec_fn": _limit}
+        if sealed:
+            return {"preexec_fn": prepare}
+        return {"user": self.uid, "group": self.gid, "extra_groups": [], "preexec_fn": prepare}
 
     def kill(self) -> None:
         """Kill every process of this session's uid (nothing when it has none)."""

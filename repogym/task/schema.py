@@ -25,7 +25,7 @@ from pydantic import (
 
 from repogym.junit.testids import escape_controls, file_of
 from repogym.models import Role
-from repogym.task._environment import EnvironmentConfig
+from repogym.task._environment import EnvironmentConfig, Limits
 from repogym.task._errors import UNION_TAGS
 from repogym.task._perf import PerfConfig
 from repogym.task._values import (
@@ -278,6 +278,9 @@ class Task(_Section):
     env: dict[str, str] = Field(default_factory=dict)
     pass_env: StrList = ()
     environment: EnvironmentConfig | None = None
+    # What each command may use, on the host (a cgroup) as in an environment (issue 43);
+    # `environment.limits` is the same, written where it began (issue 20).
+    limits: Limits | None = None
     tests: TestsConfig | None = None
     perf: PerfConfig | None = None
     constraints: ConstraintsConfig = ConstraintsConfig()
@@ -293,6 +296,28 @@ class Task(_Section):
                     "and `_`, not starting with a digit"
                 )
         return names
+
+    @model_validator(mode="after")
+    def _limits_once(self) -> Task:
+        environment = self.environment
+        if (
+            self.limits is not None
+            and environment is not None
+            and "limits" in environment.model_fields_set
+        ):
+            raise ValueError(
+                "`limits` and `environment.limits` say the same thing: keep `limits` and "
+                "remove `environment.limits`"
+            )
+        return self
+
+    @property
+    def command_limits(self) -> Limits:
+        """What each of the task's commands may use, wherever it runs (issue 43): its
+        ``limits``, else ``environment.limits``, else the defaults."""
+        if self.limits is not None:
+            return self.limits
+        return Limits() if self.environment is None else self.environment.limits
 
     _source: str = PrivateAttr(default=TASK_FILE)
     _sha256: str = PrivateAttr(default="")

@@ -189,7 +189,7 @@ def test_a_memory_bomb_is_killed_at_the_memory_limit(
     graded = grade(repo, tmp_path / "report.json")
     assert not graded.passed
     assert graded.seconds < 30
-    said = "killed: the command went over its memory limit (64 MiB, environment.limits.memory)"
+    said = "killed: the command went over its memory limit (64 MiB, limits.memory)"
     assert said in graded.output
     assert any(said in m for m in graded.tests["messages"]), graded.tests["messages"]
     assert_nothing_left(engine, graded.pid, marker)
