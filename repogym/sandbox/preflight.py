@@ -74,20 +74,23 @@ def check(workspace: Workspace) -> None:
     # In a container of the task's environment, the image's programs run, not ours.
     if task.environment is not None or not runner.switches_user():
         return
-    # A sealed command's view is made by root, its every directory enterable
-    # (repogym.sandbox.seal): a 0700 home on the way keeps nothing out of its reach.
-    if _seal.unavailable() is None:
-        return
+    # A sealed command's view is made by root (repogym.sandbox.seal): the directories
+    # above what it shows are enterable by all, so a copy or a Python under a 0700 home
+    # is in reach; what the view shows keeps its own modes.
+    sealed = _seal.unavailable() is None
     places = {
         copies_dir(workspace.snapshot().size) or tempfile.gettempdir(): "the copies",
         tempfile.gettempdir(): "the run's HOME and TMPDIR",
     }
-    lines = problems(task, runner.environment()["PATH"], places, _sandbox.first_uid())
+    path = runner.environment()["PATH"]
+    lines = problems(task, path, {} if sealed else places, _sandbox.first_uid(), sealed=sealed)
     if lines:
         raise SandboxError(*lines)
 
 
-def problems(task: Task, path: str, places: dict[str, str], uid: int) -> list[str]:
+def problems(
+    task: Task, path: str, places: dict[str, str], uid: int, *, sealed: bool = False
+) -> list[str]:
     """The lines :func:`check` raises: for each directory of ``places`` (a directory ->
     what is made there) and for each command of ``task``, looked up on ``path``, what
     keeps ``uid`` from it."""
@@ -102,7 +105,8 @@ def problems(task: Task, path: str, places: dict[str, str], uid: int) -> list[st
     found: dict[str, list[str]] = {}  # a problem -> the keys of the commands it stops
     for key, command in _commands(task):
         program = first_program(command)
-        problem = None if program is None else _program_problem(program, path, uid)
+        roots = _seal.toolchain(path, command) if sealed else None
+        problem = None if program is None else _program_problem(program, path, uid, roots)
         if problem is not None:
             found.setdefault(problem, []).append(key)
     lines += [f"{' and '.join(keys)}: {who} {problem}" for problem, keys in found.items()]
@@ -118,13 +122,15 @@ def _commands(task: Task) -> Iterator[tuple[str, str]]:
         yield "perf.command", task.perf.command
 
 
-def _program_problem(program: str, path: str, uid: int) -> str | None:
+def _program_problem(
+    program: str, path: str, uid: int, roots: list[str] | None = None
+) -> str | None:
     """What keeps ``uid`` from the ``program`` the grader finds first on ``path``, from
     the words after the sandbox user's name; None when nothing does."""
     if "/" in program:
         if not program.startswith("/"):
             return None  # in the copy, which is the sandbox user's
-        blocked = _reach(program, uid)
+        blocked = _reach(program, uid, roots)
         return None if blocked is None else _cannot(program, blocked)
     first: tuple[str, Obstacle] | None = None
     for entry in path.split(":"):
@@ -133,7 +139,7 @@ def _program_problem(program: str, path: str, uid: int) -> str | None:
         candidate = str(Path(entry, program))
         if not (Path(candidate).is_file() and os.access(candidate, os.X_OK)):
             continue
-        blocked = _reach(candidate, uid)
+        blocked = _reach(candidate, uid, roots)
         if first is None:
             if blocked is None:
                 return None  # the grader's own
@@ -158,16 +164,17 @@ def _target(program: str, blocked: Obstacle) -> str:
     return f"{program} (its #! interpreter {blocked.interpreter})"
 
 
-def _reach(program: str, uid: int) -> Obstacle | None:
+def _reach(program: str, uid: int, roots: list[str] | None = None) -> Obstacle | None:
     """What keeps ``uid`` from executing ``program``: the way to it, the file's mode, and
-    for a script, reading it and the way to its interpreter."""
-    blocked = obstacle(program, uid, EXECUTE)
+    for a script, reading it and the way to its interpreter; ``roots``: what a sealed
+    command's view shows (the directories above them are the view's, open to all)."""
+    blocked = obstacle(program, uid, EXECUTE, roots)
     if blocked is not None:
         return blocked
     interpreter = _interpreter(program)
     if interpreter is None:
         return None
-    blocked = obstacle(program, uid, READ) or obstacle(interpreter, uid, EXECUTE)
+    blocked = obstacle(program, uid, READ, roots) or obstacle(interpreter, uid, EXECUTE, roots)
     return None if blocked is None else replace(blocked, interpreter=interpreter)
 
 
@@ -186,11 +193,19 @@ def _interpreter(program: str) -> str | None:
     return os.fsdecode(words[0])
 
 
-def obstacle(path: str, uid: int, need: int) -> Obstacle | None:
+def obstacle(path: str, uid: int, need: int, roots: list[str] | None = None) -> Obstacle | None:
     """The first entry on the way to ``path`` that ``uid`` may not search, or ``path``
     itself when it lacks ``need`` (``EXECUTE``: search or run; ``READ``) for it. None when
     nothing stops it, or when the way is broken (missing, looping): the command then says
-    so itself. Links are followed as the kernel follows them."""
+    so itself. Links are followed as the kernel follows them. With ``roots`` (a sealed
+    command's view: repogym.sandbox.seal.toolchain), the directories above them are the
+    view's own, which every user may search."""
+
+    def _denied_on_way(entry: Path, info: os.stat_result) -> Obstacle | None:
+        if roots is not None and _seal.made_for_the_view(str(entry), roots):
+            return None
+        return _denied(entry, info, uid, EXECUTE)
+
     pending = path.split("/")[::-1]
     current = Path("/")
     links = 0
@@ -219,7 +234,7 @@ def obstacle(path: str, uid: int, need: int) -> Obstacle | None:
         if not all(rest in ("", ".") for rest in pending):  # a directory on the way
             if not stat.S_ISDIR(info.st_mode):
                 return None
-            blocked = _denied(entry, info, uid, EXECUTE)
+            blocked = _denied_on_way(entry, info)
         current = entry
     if blocked is not None:
         return blocked

@@ -44,7 +44,15 @@ from pathlib import Path
 
 from repogym.sandbox.commandline import first_program
 
-__all__ = ["NOT_SEALED_NOTICE", "SWITCH", "View", "argv", "unavailable"]
+__all__ = [
+    "NOT_SEALED_NOTICE",
+    "SWITCH",
+    "View",
+    "argv",
+    "made_for_the_view",
+    "toolchain",
+    "unavailable",
+]
 
 SWITCH = "REPOGYM_SEAL"  # "off": run commands unsealed (docs/security.md)
 # Directories of the system, read-only to every command when they exist.
@@ -164,12 +172,7 @@ def argv(
 def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str, bool]]:
     """(path, writable) of every tree to show, parents before what lies inside them (a
     tree inside another is mounted over it, with its own access)."""
-    chosen: dict[str, bool] = {}
-    named = first_program(command) or ""
-    # A program the command names by its absolute path is a toolchain of its own.
-    toolchain = _toolchain(os.pathsep.join([env.get("PATH", ""), str(Path(named).parent)]))
-    for name in (*SYSTEM, *toolchain):
-        chosen.setdefault(name, False)
+    chosen = dict.fromkeys(toolchain(env.get("PATH", ""), command), False)
     for tree in (view.cwd, *view.readable):
         chosen.setdefault(os.path.realpath(tree), False)
     for tree in view.writable:
@@ -188,6 +191,25 @@ def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str,
         if not around or around[-1] != write:
             kept.append((path, write))
     return kept
+
+
+def toolchain(path: str, command: str) -> list[str]:
+    """The directories of the system and the toolchain a sealed ``command`` sees
+    (read-only) when its ``PATH`` is ``path``: each is shown as it is, its own mode
+    included, and the directories above it are made for the view, enterable by all
+    (repogym.sandbox.preflight checks the way from there)."""
+    named = first_program(command) or ""
+    # A program the command names by its absolute path is a toolchain of its own.
+    shown = [*SYSTEM, *_toolchain(os.pathsep.join([path, str(Path(named).parent)]))]
+    return list(dict.fromkeys(shown))
+
+
+def made_for_the_view(directory: str, roots: Iterable[str]) -> bool:
+    """Whether ``directory`` is one the view makes (mode 0755) rather than shows: above
+    one of ``roots`` and inside none."""
+    inside = [r for r in roots if (directory + "/").startswith(r.rstrip("/") + "/")]
+    above = [r for r in roots if r.startswith(directory.rstrip("/") + "/")]
+    return bool(above) and not inside
 
 
 def _toolchain(path: str) -> Iterable[str]:

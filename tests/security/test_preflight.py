@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from repogym.sandbox import seal
 from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, Graded
 
@@ -104,12 +105,28 @@ def test_a_python_it_reaches_grades_as_before(case: Case, places: tuple[Path, Pa
     assert graded.returncode == 0 and verdict(graded).startswith("PASS 1.000"), graded.output
 
 
-def test_copies_out_of_the_sandbox_users_reach_stop_the_grade(
+def test_copies_under_a_0700_directory_are_in_a_sealed_commands_reach(
+    case: Case, places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sealed (issue 43), the view is made by root: the directories above a copy are the
+    view's, open to all, so no one needs to open a home directory to others."""
+    if seal.unavailable() is not None:
+        pytest.skip(f"commands run unsealed here: {seal.unavailable()}")
+    locked, open_ = places
+    (locked / "copies").mkdir()
+    monkeypatch.setenv("REPOGYM_COPIES", str(locked / "copies"))
+    solved(case, f"{open_}/bin:/usr/bin:/bin")
+    graded = case.grade()
+    assert graded.returncode == 0 and verdict(graded).startswith("PASS 1.000"), graded.output
+
+
+def test_copies_out_of_the_sandbox_users_reach_stop_an_unsealed_grade(
     case: Case, places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     locked, open_ = places
     (locked / "copies").mkdir()
     monkeypatch.setenv("REPOGYM_COPIES", str(locked / "copies"))
+    monkeypatch.setenv(seal.SWITCH, "off")
     solved(case, f"{open_}/bin:/usr/bin:/bin")
     graded = case.grade()
     assert graded.returncode == 2, graded.output
