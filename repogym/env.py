@@ -41,7 +41,7 @@ from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.links import LinkInTree, open_regular
-from repogym.workspace import Workspace, clone_at, host_runner
+from repogym.workspace import Workspace, host_runner, own_history_at
 
 _APPLY_TIMEOUT = 60.0
 _Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
@@ -107,8 +107,7 @@ class RepoEnv:
         episode is deterministic.
         """
         self._discard()
-        boxed = isinstance(self.runner, EpisodeRunner)
-        self._root = _clone_at(self.repo, self.base, shared=not boxed)
+        self._root = _clone_at(self.repo, self.base)
         if not self.keep_workspace:
             holder = str(self._root.parent)
             self._cleanup = weakref.finalize(self, shutil.rmtree, holder, True)
@@ -348,8 +347,9 @@ class RepoEnv:
         self._root = None
 
 
-def _clone_at(repo: Path, sha: str, *, shared: bool) -> Path:
-    """A work tree checked out (detached) at ``sha`` in a new temporary directory.
+def _clone_at(repo: Path, sha: str) -> Path:
+    """A work tree checked out (detached) at ``sha`` in a new temporary directory, with
+    ``sha``'s history and nothing more of ``repo`` (:func:`own_history_at`).
 
     The tree is a directory of its own inside that one, which stays the grader's: the
     sandbox user, whose the tree is while the agent's commands run, loses what it owns
@@ -363,7 +363,7 @@ def _clone_at(repo: Path, sha: str, *, shared: bool) -> Path:
                 f"{root}: the temporary directory is inside {repo}; "
                 "set TMPDIR to a directory outside the repository"
             )
-        clone_at(repo, sha, root, shared=shared)
+        own_history_at(repo, sha, root)
     except BaseException:
         shutil.rmtree(holder, ignore_errors=True)
         raise

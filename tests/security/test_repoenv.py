@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.security import _payloads as p
-from tests.security._harness import BUGFIX_TASK, Case
+from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case
 from tests.security._poison import POISON_MODULE
 
 DRIVER = Path(__file__).with_name("_env_driver.py")
@@ -277,4 +277,34 @@ def test_a_base_object_forged_in_the_workspace_does_not_grade(case: Case) -> Non
     steps, problems = run_episodes(case, [episode])
     assert steps[0][1][0].startswith("planted "), steps[0]
     assert rewards(steps) == [0.0], steps
+    assert not problems, "\n".join(problems)
+
+
+# What an agent does with a workspace that lends it the source repository's history:
+# every object git can reach (its own, a borrowed store's, a later commit's), the first
+# blob that solves the task copied in (issue 43; SWE-bench's published leak).
+COPY_THE_FIX = (
+    "git cat-file --batch-all-objects --batch-check='%(objectname) %(objecttype)' | "
+    'while read id kind; do [ "$kind" = blob ] && git cat-file -p $id | '
+    "grep -q unicodedata.normalize && git cat-file -p $id > src/slugify/core.py; done; "
+    "git log --all --format=%H | wc -l; cat .git/objects/info/alternates 2>/dev/null; "
+    "git for-each-ref; grep -rl {repo} .git 2>/dev/null; true"
+)
+
+
+def test_the_workspace_holds_the_bases_history_and_nothing_later(case: Case) -> None:
+    """A later commit of the source repository holds the fix. Before: the workspace
+    borrowed the repository's objects and refs, so the agent copied the fix's blob in
+    and scored 1.0; now it holds the base's history alone."""
+    case.base()
+    solution = (EXAMPLES / "bugfix" / "solution" / "src/slugify/core.py").read_text()
+    case.submit({"src/slugify/core.py": solution})  # the fix, committed after the base
+    case.repo.git("tag", "v-fixed")
+    command = COPY_THE_FIX.replace("{repo}", str(case.repo.root))
+    steps, problems = run_episodes(case, [[["run", command], ["submit"]]])
+    [[(looked, _, _), (_, reward, _)]] = steps
+    assert reward == 0.0, looked
+    lines = str(looked).split()
+    assert lines[0] == "1", looked  # one commit: the base
+    assert str(case.repo.root) not in str(looked) and "refs/tags" not in str(looked), looked
     assert not problems, "\n".join(problems)
