@@ -6,7 +6,9 @@
   it is made. It is not ``workspace.baseline``: other graders read that as a pristine
   tree, and a benchmark or a setup may write into the tree it runs in.
 - The candidate is a fresh copy of the submission (repogym.tree.snapshot), made for each
-  grade; ``setup`` runs there once.
+  grade; ``setup`` runs there once. Then both trees are read-only to the benchmark, and
+  each run has an empty bytecode cache and (sealed, or in a container) a ``/tmp`` and
+  ``/dev/shm`` of its own: nothing one run writes reaches the next (issue 43).
 - ``perf.warmup`` rounds (baseline, then candidate) are run and not counted; then
   ``perf.runs`` pairs, baseline and candidate alternating, with the side that goes first
   flipping from pair to pair, so that drift of the machine hits both sides alike. The
@@ -55,6 +57,7 @@ from repogym.workspace import Workspace, export_tree
 __all__ = ["PerfGrader", "perf_baseline", "perf_score"]
 
 _PYCACHE = "PYTHONPYCACHEPREFIX"
+_CONTAINER_PYCACHE = "/tmp/.repogym-pycache"
 # A variable of random length in each run's environment, which moves the stack: a
 # layout that happens to suit one side's code must not pass for a speed-up (hyperfine).
 PAD = "REPOGYM_PERF_PAD"
@@ -82,6 +85,10 @@ class PerfGrader(BuiltinGrader):
                     "baseline": perf_baseline(workspace, runner),
                     "candidate": _set_up(runner, workspace, candidate, "candidate"),
                 }
+                # Read-only to the benchmark from here on, as the baseline is: nothing one
+                # run writes into its tree reaches the next (a warm-up that caches its
+                # answer there: 11.35x; issue 43).
+                runner.lock(candidate)
                 caches = _bytecode_caches(runner, Path(scratch) / "pycache")
                 _measure(_Bench(runner, config, trees, caches, timings), config, timings)
         except _Failure as failure:
@@ -142,19 +149,18 @@ def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> 
     return tree
 
 
-def _bytecode_caches(runner: AnyRunner, root: Path) -> dict[Side, dict[str, str]]:
-    """One bytecode cache per side for this grade, unless the task sets its own.
+def _bytecode_caches(runner: AnyRunner, root: Path) -> Path | None:
+    """Where each run's fresh bytecode cache is made, unless the task sets its own.
 
-    The baseline is read-only to the commands, so Python could not write its bytecode
-    there and would compile the baseline's modules on every run: start-up time, and a
-    noisy one, on one side only. Within one grade neither tree changes, so the warm-up
-    compiles once into these and the timed runs measure the program.
+    The trees are read-only to the commands, so Python could not write its bytecode into
+    them. A cache kept across runs would carry what one run wrote to the next (a ``.pyc``
+    holds any constant a warm-up computed: issue 43), so each run gets an empty one, on
+    both sides alike: both compile what they import, every run.
     """
     if _PYCACHE in runner.environment():
-        return {side: {} for side in SIDES}
-    for side in SIDES:
-        (root / side).mkdir(parents=True)
-    return {side: {_PYCACHE: str(root / side)} for side in SIDES}
+        return None
+    root.mkdir()
+    return root
 
 
 # -- timing ------------------------------------------------------------------------------
@@ -165,16 +171,23 @@ class _Bench:
     runner: AnyRunner
     config: PerfConfig
     trees: dict[Side, Path]
-    env: dict[Side, dict[str, str]]
+    caches: Path | None
     runs: Runs
 
     def time(self, side: Side, which: str) -> float:
         """Run the benchmark once on ``side``: its figure (seconds, instructions or bytes),
-        or a ``_Failure``."""
-        # The candidate's copy is its own to write; the baseline is read-only to it.
-        writable = [Path(p) for p in self.env[side].values()]
-        if side == "candidate":
-            writable.append(self.trees[side])
+        or a ``_Failure``. Both trees are read-only to it; its bytecode cache is new."""
+        if self.caches is None:
+            return self._time(side, which, {}, [])
+        if isinstance(self.runner, ContainerRunner):  # a container's /tmp is its own
+            return self._time(side, which, {_PYCACHE: _CONTAINER_PYCACHE}, [])
+        cache = Path(tempfile.mkdtemp(prefix=f"{side}-", dir=self.caches))
+        try:
+            return self._time(side, which, {_PYCACHE: str(cache)}, [cache])
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    def _time(self, side: Side, which: str, env: dict[str, str], writable: list[Path]) -> float:
         command, what = self.config.command, self.config.wrapped
         if what is not None:
             in_container = isinstance(self.runner, ContainerRunner)
@@ -184,7 +197,7 @@ class _Bench:
             command,
             self.trees[side],
             timeout=self.config.timeout,
-            env={**self.env[side], PAD: pad},
+            env={**env, PAD: pad},
             writable=writable,
         )
         figures = None

@@ -8,7 +8,12 @@ A small perf task rather than examples/perf (about 3 s a run): a benchmark of ab
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
 
 from tests.security._harness import Case
 from tests.security._perf import SMALL_PERF
@@ -49,6 +54,77 @@ def test_the_candidate_cannot_slow_the_baseline_down(case: Case) -> None:
     problems = graded.problems("perf")
     perf = next(c for c in (graded.report or {}).get("components", []) if c["name"] == "perf")
     # Not even part of the credit: the candidate is the base, so the speed-up is noise.
+    if perf["score"] != 0:
+        problems.append(f"perf scored {perf['score']}: {perf['details'].get('speedup')}x")
+    assert not problems, "\n".join(problems)
+
+
+# The candidate's work, remembered once done: its warm-up does the work and leaves a mark
+# where the next run finds it, and every timed run then skips the work. Before (issue
+# 43): 11.35x on the host from its own tree; each place below carried the mark.
+_FILE = """\
+def _remembered():
+    return os.path.exists(MARK)
+
+
+def _remember():
+    try:
+        with open(MARK, "w") as f:
+            f.write("done")
+    except OSError:
+        pass
+"""
+REMEMBER_THE_ANSWER = {
+    "its-tree": "MARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.a')\n" + _FILE,
+    "bytecode-cache": "MARK = os.path.join(os.environ.get('PYTHONPYCACHEPREFIX', '/no'), 'a')\n"
+    + _FILE,
+    "tmp": "MARK = '/tmp/answer-{marker}'\n" + _FILE,
+    "dev-shm": "MARK = '/dev/shm/answer-{marker}'\n" + _FILE,
+    "sysv-shm": """\
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _remembered():
+    return _libc.shmget({key}, 0, 0) != -1
+
+
+def _remember():
+    _libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT | 0666: outlives the process
+""",
+}
+_REMEMBERING = """\
+import ctypes
+import os
+
+{place}
+
+def work():
+    if _remembered():
+        return 0
+    total = 0
+    for i in range(500_000):
+        total += i % 7
+    _remember()
+    return total
+"""
+
+
+@pytest.mark.parametrize("place", sorted(REMEMBER_THE_ANSWER))
+def test_no_run_of_the_candidate_remembers_an_earlier_one(case: Case, place: str) -> None:
+    # CPU time: a machine busy with other work does not pass for a speed-up.
+    task = SMALL_PERF["task"].replace("timing: wall", "timing: cpu")
+    case.base(task=task, files=SMALL_PERF["files"])
+    key = zlib.crc32(case.marker.encode()) & 0x7FFFFFFF
+    module = _REMEMBERING.replace("{place}", REMEMBER_THE_ANSWER[place])
+    case.submit({"src/work.py": module.replace("{key}", str(key))})
+    try:
+        graded = case.grade()
+    finally:
+        subprocess.run(["ipcrm", "-M", str(key)], capture_output=True, check=False)
+        for left in (f"/tmp/answer-{case.marker}", f"/dev/shm/answer-{case.marker}"):
+            Path(left).unlink(missing_ok=True)
+    problems = graded.problems("perf")
+    perf = next(c for c in (graded.report or {}).get("components", []) if c["name"] == "perf")
     if perf["score"] != 0:
         problems.append(f"perf scored {perf['score']}: {perf['details'].get('speedup')}x")
     assert not problems, "\n".join(problems)
