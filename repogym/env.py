@@ -184,7 +184,11 @@ class RepoEnv:
         runs before the workspace is removed. A :class:`WorkspaceError` it raises scores
         0; anything else reaches the caller of ``step()``, with the episode still running.
         """
-        return grade_rebuilt(self.workspace, self.repo, self.task)
+        workspace = self.workspace
+        try:
+            return grade_rebuilt(workspace, self.repo, self.task)
+        finally:
+            workspace.close()  # its snapshot's store, now rather than at exit
 
     def _dispatch(self, action: Action) -> _Outcome:
         if isinstance(action, Submit):

@@ -128,6 +128,7 @@ def _grade(
         result = grader.grade_result(workspace)
     finally:
         workspace.command_runner().close()
+        workspace.close()
     return Grading(
         repo=top,
         base_ref=ref,

@@ -44,7 +44,11 @@ def rebuilt(workspace: Workspace, repo: Path) -> Iterator[Workspace]:
     (a custom grade of RepoEnv's, docs/env.md); removed on the way out."""
     with tempfile.TemporaryDirectory(prefix="repogym-submit-") as holder:
         tree = rebuild(workspace, repo, Path(holder) / "repo")
-        yield Workspace(tree, workspace.base, workspace.task, base_ref=workspace.base_ref)
+        trusted = Workspace(tree, workspace.base, workspace.task, base_ref=workspace.base_ref)
+        try:
+            yield trusted
+        finally:
+            trusted.close()
 
 
 def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:

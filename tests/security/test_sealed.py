@@ -7,6 +7,7 @@ by ``repogym grade`` on a real repository, as root (CI): with the seal off
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -206,3 +207,98 @@ def test_the_seal_is_what_closes_them(case: Case, monkeypatch: pytest.MonkeyPatc
         _remove_segment(_key(case))
     assert graded.returncode == 0, graded.output
     assert graded.stdout.startswith("PASS 1.000") or "PASS 1.000" in graded.stdout
+
+
+# A task with no runner configuration of its own: pytest looks for one in the copy's
+# parent directories, up to the top of the temporary directory where the copies are.
+CROSS_TASK = """\
+version: 1
+type: bugfix
+tests:
+  command: python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}
+  fail_to_pass: [tests/test_value.py::test_value]
+  timeout: 60
+"""
+# Job A's code, imported by its tests: a runner configuration and a plugin that passes
+# every test, where the other job's pytest looks, held there while that job runs.
+PLANT = """\
+import os
+import time
+
+PLUGIN = '''
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+'''
+for top in ("/tmp", "/dev/shm", os.environ.get("REPOGYM_COPIES", "/tmp")):
+    try:
+        with open(os.path.join(top, "pytest.ini"), "w") as f:
+            f.write("[pytest]\\naddopts = -p repogym_planted\\npythonpath = " + top + "\\n")
+        with open(os.path.join(top, "repogym_planted.py"), "w") as f:
+            f.write(PLUGIN)
+    except OSError:
+        pass
+time.sleep(8)  # while the other job's tests run
+
+
+def value():
+    return 1
+"""
+
+
+def test_one_batch_job_does_not_reach_another(tmp_path: Path) -> None:
+    """``repogym batch --jobs 2``: job A plants a runner configuration and a plugin in the
+    shared temporary directories while job B, a broken change, runs its tests. Unsealed,
+    B's pytest loads them and B passes when B's run falls within A's (the issue's
+    measurement); sealed, no command sees another's /tmp or /dev/shm."""
+    from tests.batching import git, lines_of, run_batch
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / ".repogym.yml").write_text(CROSS_TASK)
+    (repo / "value.py").write_text("def value():\n    return 1\n")
+    (repo / "tests/test_value.py").write_text(
+        "from value import value\n\n\ndef test_value():\n    assert value() == 2\n"
+    )
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "base")
+    for branch, code in (("planter", PLANT), ("broken", "def value():\n    return 3\n")):
+        git(repo, "checkout", "--quiet", "-b", branch, "main")
+        (repo / "value.py").write_text(code)
+        git(repo, "commit", "--quiet", "-am", branch)
+    jobs = tmp_path / "jobs.jsonl"
+    # The second worker grades the base itself three times first, so that the planter's
+    # tests have planted by the time the broken change's run (unsealed, they had).
+    fillers = [
+        json.dumps({"id": f"base-{n}", "repo": str(repo), "base": "main", "ref": "main"})
+        for n in range(3)
+    ]
+    jobs.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "planter", "repo": str(repo), "base": "main", "ref": "planter"}),
+                *fillers,
+                json.dumps({"id": "broken", "repo": str(repo), "base": "main", "ref": "broken"}),
+            ]
+        )
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    before = set(Path("/dev/shm").glob("repogym-*"))
+    done = run_batch(jobs, "--output", out, "--jobs", "2")
+    try:
+        lines = lines_of(out)
+        assert lines["broken"]["passed"] is False, done.stdout + done.stderr
+        assert lines["planter"]["passed"] is False
+        # Each grade removes what it made there when it ends, not when its worker's
+        # process exits (a pool's worker never runs its exit handlers): 65 MB a job before.
+        assert not set(Path("/dev/shm").glob("repogym-*")) - before
+    finally:
+        for top in ("/tmp", "/dev/shm"):
+            for name in ("pytest.ini", "repogym_planted.py"):
+                if Path(top, name).is_file() and "planted" in Path(top, name).read_text():
+                    Path(top, name).unlink()
