@@ -46,6 +46,7 @@ from repogym.sandbox.commandline import first_program
 
 __all__ = [
     "NOT_SEALED_NOTICE",
+    "SHOW",
     "SWITCH",
     "View",
     "argv",
@@ -55,6 +56,9 @@ __all__ = [
 ]
 
 SWITCH = "REPOGYM_SEAL"  # "off": run commands unsealed (docs/security.md)
+# Directories of the machine every sealed command sees read-only besides its toolchain
+# (a data set, a shared cache): the grader's operator names them, never the task.
+SHOW = "REPOGYM_SEAL_SHOW"
 # Directories of the system, read-only to every command when they exist.
 SYSTEM = ("/usr", "/etc", "/opt")
 # Top-level names that are links into /usr on a merged-/usr system, or directories.
@@ -172,7 +176,11 @@ def argv(
 def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str, bool]]:
     """(path, writable) of every tree to show, parents before what lies inside them (a
     tree inside another is mounted over it, with its own access)."""
+    shown = os.environ.get(SHOW, "").split(os.pathsep)
     chosen = dict.fromkeys(toolchain(env.get("PATH", ""), command), False)
+    for extra in shown:
+        if Path(extra).is_absolute():
+            chosen.setdefault(os.path.realpath(extra), False)
     for tree in (view.cwd, *view.readable):
         chosen.setdefault(os.path.realpath(tree), False)
     for tree in view.writable:

@@ -78,7 +78,8 @@ def cancelled(
     mark = f"repogym-cancel-{uuid.uuid4().hex}"
     # Where the FIFO is, so that the sandbox user the command runs as reaches it: in the
     # container, RUNNER_TEMP's mount; on this machine, a directory all may go through
-    # (pytest's tmp_path is root's alone).
+    # (pytest's tmp_path is root's alone), shown to the sealed command by the grader's
+    # operator (REPOGYM_SEAL_SHOW; a FIFO is written through a read-only mount).
     shared: Path | None = None
     if isinstance(job.runner, DockerAction):
         inside = f"{dict(DockerAction.MOUNTS)['temp']}/started"
@@ -117,6 +118,7 @@ def cancelled(
             inputs,
             before=before,
             on_started=on_started,
+            env=None if shared is None else {"REPOGYM_SEAL_SHOW": str(shared)},
         )
     finally:
         for fd in fifo:
