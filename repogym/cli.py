@@ -369,6 +369,7 @@ def _demo(args: argparse.Namespace) -> int:
     """
     root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
     worst = 0
+    codes = []
     try:
         for name in example_names():
             repo = build_example_repo(name, root / name)
@@ -380,7 +381,8 @@ def _demo(args: argparse.Namespace) -> int:
                 continue
             print(f"== {name}: grading branch `submission` of {repo} against `main`")
             grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
-            worst = max(worst, run_command(grade))
+            codes.append(run_command(grade))
+            worst = max(worst, codes[-1])
             print()
     finally:
         if args.keep:
@@ -390,6 +392,13 @@ def _demo(args: argparse.Namespace) -> int:
                 if repo.is_dir():
                     shutil.rmtree(repo, ignore_errors=True)
             print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
+    if codes and min(codes) >= ExitCode.ERROR:
+        # Said last, where the eye lands: no example was graded at all (issue 43).
+        print(
+            f"repogym demo: none of the {len(codes)} examples could be graded; each ended in"
+            " the error printed under its name above",
+            file=sys.stderr,
+        )
     return worst
 
 

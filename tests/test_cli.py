@@ -205,6 +205,22 @@ def test_demo_grades_every_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(report.read_text())["passed"] is True
 
 
+def test_a_demo_whose_every_grade_errs_ends_saying_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The last line is that nothing was graded, not where the reports went (issue 43)."""
+    monkeypatch.setenv("REPOGYM_COPIES", str(tmp_path / "missing"))
+    assert main(["demo"]) == 2
+    captured = capsys.readouterr()
+    said = f"REPOGYM_COPIES={tmp_path / 'missing'}: not a directory; make it, or unset"
+    graded = captured.out.count(": grading branch `submission`")
+    assert graded >= 4 and captured.err.count(said) == graded  # those this machine can grade
+    assert captured.err.splitlines()[-1] == (
+        f"repogym demo: none of the {graded} examples could be graded; each ended in the "
+        "error printed under its name above"
+    )
+
+
 # -- exit code 3, error reports, hidden tests from outside (issue 8) ------------------------
 
 

@@ -251,6 +251,11 @@ def copies_dir(size: int) -> str | None:
     0.7 s there and 8.8 s on this project's CI disk."""
     chosen = os.environ.get("REPOGYM_COPIES")
     if chosen:
+        if not Path(chosen).is_dir():
+            raise WorkspaceError(
+                f"REPOGYM_COPIES={chosen}: not a directory; make it, or unset REPOGYM_COPIES "
+                "to let repogym choose"
+            )
         return chosen
     try:
         info = os.statvfs(RAM_DIR)
