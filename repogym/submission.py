@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from repogym.errors import WorkspaceError
 from repogym.grading import grade
 from repogym.models import GradeResult
 from repogym.task import Task
@@ -54,7 +56,12 @@ def rebuilt(workspace: Workspace, repo: Path) -> Iterator[Workspace]:
 def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:
     """``workspace``'s submission in a new clone of ``repo`` at ``dest`` (see the module);
     ``dest``."""
-    _git.toplevel(workspace.root)  # a tree the agent broke beyond grading says so
+    check_git_dir(workspace.root)
+    if _git.toplevel(workspace.root) != workspace.root:  # a tree broken beyond grading
+        raise WorkspaceError(
+            f"{workspace.root}: its git names another work tree (core.worktree or a .git "
+            "file): grading reads the workspace only"
+        )
     snapshot = workspace.snapshot()
     entries = dict(snapshot.entries)
     files = dest.parent / f"{dest.name}-files"
@@ -72,6 +79,39 @@ def rebuild(workspace: Workspace, repo: Path, dest: Path) -> Path:
         info = "".join(f"{line}\0" for line in index).encode("utf-8", "surrogateescape")
         _git.git(["update-index", "-z", "--add", "--index-info"], dest, stdin=info)
     return dest
+
+
+# Files of the workspace's .git that reading its files makes git open: each must be a
+# regular file, or a read of a FIFO would wait for ever (issue 43).
+_READ = ("config", "HEAD", "index", "info/exclude")
+
+
+def check_git_dir(root: Path) -> None:
+    """Refuse a workspace whose ``.git`` would make the grader's git wait or read
+    elsewhere: ``.git`` not a directory of its own, a file git reads that is not a regular
+    file, or a configuration that includes another file (git opens what an include
+    names, a FIFO included, and would wait on it for ever). The agent wrote all of it;
+    a :class:`WorkspaceError` scores its Submit 0."""
+    git_dir = root / ".git"
+    if not stat.S_ISDIR(git_dir.lstat().st_mode):
+        raise WorkspaceError(f"{git_dir}: not a directory; grading reads a workspace's own .git")
+    for name in _READ:
+        try:
+            info = (git_dir / name).lstat()
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"{git_dir / name}: not a regular file; grading does not read it")
+    # From outside any repository, or git would read the workspace's config (and what it
+    # includes) to set itself up before reading the file.
+    config = ["config", "--no-includes", "--file", str(git_dir / "config"), "--name-only", "--list"]
+    listed = _git.git(config, Path("/"))
+    includes = [k for k in listed.decode(errors="replace").split() if k.startswith("include")]
+    if includes:
+        raise WorkspaceError(
+            f"{git_dir / 'config'}: `{includes[0]}` includes another file, which grading "
+            "does not read; remove it"
+        )
 
 
 def _raw_blob(repo: Path, path: str, mode: str) -> str:

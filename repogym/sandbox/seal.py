@@ -176,9 +176,8 @@ def argv(
 def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str, bool]]:
     """(path, writable) of every tree to show, parents before what lies inside them (a
     tree inside another is mounted over it, with its own access)."""
-    shown = os.environ.get(SHOW, "").split(os.pathsep)
     chosen = dict.fromkeys(toolchain(env.get("PATH", ""), command), False)
-    for extra in shown:
+    for extra in os.environ.get(SHOW, "").split(os.pathsep):
         if Path(extra).is_absolute():
             chosen.setdefault(os.path.realpath(extra), False)
     for tree in (view.cwd, *view.readable):

@@ -308,3 +308,24 @@ def test_the_workspace_holds_the_bases_history_and_nothing_later(case: Case) -> 
     assert lines[0] == "1", looked  # one commit: the base
     assert str(case.repo.root) not in str(looked) and "refs/tags" not in str(looked), looked
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkfifo .git/hold && git config include.path hold",
+        "mkfifo .git/hold && git config includeIf.gitdir:/.path hold",
+        "rm .git/config && mkfifo .git/config",
+        "rm .git/index && mkfifo .git/index",
+    ],
+    ids=["include", "includeIf", "config", "index"],
+)
+def test_a_fifo_in_the_workspaces_git_does_not_hang_submit(case: Case, command: str) -> None:
+    """git opens what the workspace's .git names (an include, its index) and waits on a
+    FIFO for ever: before (issue 43), Submit hung. Now it scores 0 and says why."""
+    case.base()
+    steps, problems = run_episodes(case, [[["run", command], ["submit"]]])
+    [[(_, _, ran_error), (summary, reward, _)]] = steps
+    assert ran_error is None
+    assert reward == 0.0 and "submission=0.00" in str(summary), summary
+    assert not problems, "\n".join(problems)
