@@ -93,7 +93,11 @@ def check_git_dir(root: Path) -> None:
     names, a FIFO included, and would wait on it for ever). The agent wrote all of it;
     a :class:`WorkspaceError` scores its Submit 0."""
     git_dir = root / ".git"
-    if not stat.S_ISDIR(git_dir.lstat().st_mode):
+    try:
+        mode = git_dir.lstat().st_mode
+    except FileNotFoundError:
+        raise WorkspaceError(f"{root}: not inside a git work tree (its .git is gone)") from None
+    if not stat.S_ISDIR(mode):
         raise WorkspaceError(f"{git_dir}: not a directory; grading reads a workspace's own .git")
     for name in _READ:
         try:
