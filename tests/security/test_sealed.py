@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import zlib
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from repogym.sandbox import cgroup, seal
-from tests.security._harness import BUGFIX_TASK, Case
+from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, make_grader_venv
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the seal is root's (docs/security.md)"),
@@ -302,3 +303,26 @@ def test_one_batch_job_does_not_reach_another(tmp_path: Path) -> None:
             for name in ("pytest.ini", "repogym_planted.py"):
                 if Path(top, name).is_file() and "planted" in Path(top, name).read_text():
                     Path(top, name).unlink()
+
+
+def test_a_python_under_a_0700_directory_is_reached_without_opening_it(
+    tmp_path: Path, venvs: Path
+) -> None:
+    """The grader's virtual environment inside a directory only root may enter, as a
+    pyenv or a venv under a 0700 ``/root`` is: the grade runs, and nobody had to `chmod
+    o+x` anything (before: exit 2 until they did). The view makes the directories above
+    the toolchain it shows, open to all."""
+    holder = venvs / f"locked-{tmp_path.name}"
+    holder.mkdir(mode=0o700)
+    try:
+        case = Case(root=tmp_path, python=make_grader_venv(holder / "venv"))
+        holder.chmod(0o700)
+        case.base()
+        solution = (EXAMPLES / "bugfix" / "solution" / "src/slugify/core.py").read_text()
+        case.submit({"src/slugify/core.py": solution})
+        graded = case.grade()
+        assert graded.returncode == 0, graded.output
+        assert "PASS 1.000" in graded.stdout
+        assert stat.S_IMODE(holder.stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(holder)
