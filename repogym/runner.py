@@ -178,7 +178,12 @@ class Runner:
             # The session's HOME, TMPDIR... replace the grader's, and the task's replace those.
             allowed = self.environment({**os.environ, **session.env})
             full_env = {**session.env, **allowed, **(env or {}), _reaper.MARKER: marker}
-            view = _seal.View(writable=writable, readable=readable, cwd=Path(cwd), network=network)
+            # The session's HOME and TMPDIR are the command's to write; a HOME the task
+            # sets is only a variable (the view shows none of the machine's homes).
+            own = [Path(session.env[k]) for k in ("HOME", "TMPDIR") if k in session.env]
+            view = _seal.View(
+                writable=[*writable, *own], readable=readable, cwd=Path(cwd), network=network
+            )
             result = self._run(command, view, timeout, full_env, marker, session)
         if told is not None:
             told.command_finished(result)

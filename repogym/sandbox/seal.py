@@ -184,9 +184,6 @@ def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str,
         chosen.setdefault(os.path.realpath(tree), False)
     for tree in view.writable:
         chosen[os.path.realpath(tree)] = True
-    for place in ("HOME", "TMPDIR"):  # the session's own, handed to its uid
-        if env.get(place):
-            chosen[os.path.realpath(env[place])] = True
     shown = sorted(
         ((p, w) for p, w in chosen.items() if p != "/" and Path(p).is_dir()),
         key=lambda item: (item[0].count("/"), item[0]),

@@ -83,3 +83,15 @@ def test_the_measurer_is_out_of_the_benchmark_s_reach(tmp_path: Path, image: str
     component = graded(tmp_path, image, {"work": WORK}, {"work": WORK, "peek": True}, timing="cpu")
     assert "speedup" in component.details, component.messages
     assert component.score == 0
+
+
+def test_no_run_of_the_candidate_remembers_an_earlier_one_in_its_tree(
+    tmp_path: Path, image: str
+) -> None:
+    """Its warm-up leaves a mark in its tree and every timed run skips the work: 5.52x
+    before (issue 43). The candidate's tree is read-only to the benchmark, as the
+    baseline's is, and each run's container has its own /tmp."""
+    candidate = {"work": WORK, "remember": True}
+    component = graded(tmp_path, image, {"work": WORK}, candidate, timing="cpu")
+    assert component.details["speedup"] < 1.15, component.messages
+    assert component.score == 0
