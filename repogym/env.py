@@ -8,6 +8,7 @@ patches that do not apply are error observations; stepping out of order raises
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shlex
@@ -40,8 +41,9 @@ from repogym.runner import CommandResult, Runner
 from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
+from repogym.tree.clones import own_history_at
 from repogym.tree.links import LinkInTree, open_regular
-from repogym.workspace import Workspace, host_runner, own_history_at
+from repogym.workspace import Workspace, host_runner
 
 _APPLY_TIMEOUT = 60.0
 _Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
@@ -184,11 +186,8 @@ class RepoEnv:
         runs before the workspace is removed. A :class:`WorkspaceError` it raises scores
         0; anything else reaches the caller of ``step()``, with the episode still running.
         """
-        workspace = self.workspace
-        try:
+        with contextlib.closing(self.workspace) as workspace:  # its store, now, not at exit
             return grade_rebuilt(workspace, self.repo, self.task)
-        finally:
-            workspace.close()  # its snapshot's store, now rather than at exit
 
     def _dispatch(self, action: Action) -> _Outcome:
         if isinstance(action, Submit):
@@ -353,9 +352,8 @@ class RepoEnv:
 
 def _clone_at(repo: Path, sha: str) -> Path:
     """A work tree checked out (detached) at ``sha`` in a new temporary directory, with
-    ``sha``'s history and nothing more of ``repo`` (:func:`own_history_at`).
-
-    The tree is a directory of its own inside that one, which stays the grader's: the
+    ``sha``'s history and nothing more of ``repo`` (:func:`own_history_at`). The tree is
+    a directory of its own inside that one, which stays the grader's: the
     sandbox user, whose the tree is while the agent's commands run, loses what it owns
     at the top of /tmp when a run ends."""
     holder = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()

@@ -18,7 +18,10 @@ With ``Runner(sandbox=True)`` each run also gets a user of its own when repogym 
 a throwaway HOME and TMPDIR, limits, and a clean-up of every process and file of that
 user (:mod:`repogym.sandbox.users`); the trees a command must write are named by
 ``run(..., writable=[tree])``, the trees it must only read are made so by
-:meth:`Runner.lock`.
+:meth:`Runner.lock`. Where the machine allows, such a run is sealed in namespaces of its
+own, seeing only the trees it is given, the system and its toolchain
+(:mod:`repogym.sandbox.seal`), and held to the task's limits by a cgroup of its own
+(:mod:`repogym.sandbox.cgroup`; issue 43).
 """
 
 from __future__ import annotations
@@ -27,33 +30,27 @@ import contextlib
 import itertools
 import math
 import os
-import select
 import subprocess
-import threading
 import time
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
 
 from repogym import progress
 from repogym.sandbox import cgroup as _cgroup
 from repogym.sandbox import reaper as _reaper
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
-from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
+from repogym.sandbox.output import Tail, wait_exit
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
     "MAX_TIMEOUT",
     "OUTPUT_GRACE",
-    "POLL_SLICE",
     "SAFE_VARIABLES",
     "CommandResult",
     "Runner",
     "check_timeout",
-    "keep_tail",
 ]
 
 # Variables a build or test tool commonly needs and that carry no secret.
@@ -225,7 +222,7 @@ class Runner:
             else:
                 _seal.notice(why)
         caps = self.limits if session.uid is not None else None
-        with _cgroup.group(caps) if caps is not None else _no_group() as group:
+        with _cgroup.group(caps) if caps is not None else contextlib.nullcontext() as group:
             result = self._spawn(
                 command, argv, cwd, sealed, group, timeout, full_env, marker, session
             )
@@ -267,10 +264,10 @@ class Runner:
                 ),
             )
             stdout, stderr = (
-                _Tail(process.stdout, self.output_cap),
-                _Tail(process.stderr, self.output_cap),
+                Tail(process.stdout, self.output_cap),
+                Tail(process.stderr, self.output_cap),
             )
-            timed_out = not _wait_exit(process, timeout)
+            timed_out = not wait_exit(process, timeout)
         finally:
             duration = time.monotonic() - start
             if process is not None:
@@ -297,122 +294,6 @@ class Runner:
             stdout_cut=stdout.cut,
             stderr_cut=stderr.cut,
         )
-
-
-@contextlib.contextmanager
-def _no_group() -> Iterator[None]:
-    yield None
-
-
-def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait for ``process`` to exit, at most ``timeout`` seconds; whether it did.
-
-    ``Popen.wait(timeout=...)`` polls with sleeps of up to 50 ms, which would round every
-    wall time the perf grader takes up to a 50 ms step; a pidfd wakes us on the exit itself.
-    """
-    try:
-        pidfd = os.pidfd_open(process.pid)
-    except (AttributeError, OSError):  # not Linux 5.3+: fall back to polling
-        try:
-            process.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    try:
-        ready = _readable(pidfd, timeout)
-    finally:
-        os.close(pidfd)
-    if not ready:
-        return False
-    process.wait()
-    return True
-
-
-# How long one poll of a wait may block. The kernel may deliver a cancel's SIGINT or
-# SIGTERM to any thread of the process that does not block it (our output readers block
-# them; a library's thread may not), and then this poll is not interrupted: Python runs
-# the handler in the main thread between bytecodes only. A grade cancelled that way
-# waited out its command's whole timeout (a one-hour sleep in tests/action/test_cancel.py
-# hung CI); waking every second lets it through.
-POLL_SLICE = 1.0
-
-
-def _readable(fd: int, timeout: float | None) -> bool:
-    """Whether ``fd`` is readable (or at its end) within ``timeout`` seconds (None: ever).
-
-    poll, not select: a grader with many files open has descriptors past select's 1024.
-    """
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = POLL_SLICE if deadline is None else min(POLL_SLICE, deadline - time.monotonic())
-        if poller.poll(max(0, math.ceil(left * 1000))):
-            return True
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-
-
-class _Tail:
-    """Reads a pipe to the end in a thread, keeping only the last ``cap`` bytes, until
-    :meth:`join`'s deadline stops it."""
-
-    def __init__(self, pipe: IO[bytes] | None, cap: int) -> None:
-        self._pipe = pipe
-        self._cap = cap
-        self._buffer = bytearray()
-        self.cut = 0
-        # join() writes to this pipe to stop the reader; the reader closes its end, the
-        # writing end is closed by join() or, if the run was interrupted, by the collector.
-        self._stop_r, self._stop_w = os.pipe()
-        self._close_stop_w = weakref.finalize(self, os.close, self._stop_w)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        leave_stop_signals_to_the_main_thread()
-        try:
-            if self._pipe is None:
-                return
-            with self._pipe:
-                poller = select.poll()
-                poller.register(self._pipe.fileno(), select.POLLIN)
-                poller.register(self._stop_r, select.POLLIN)
-                while True:
-                    events = dict(poller.poll())
-                    if self._stop_r in events:
-                        return
-                    chunk = os.read(self._pipe.fileno(), 65536)
-                    if not chunk:
-                        return
-                    self._keep(chunk)
-        finally:
-            os.close(self._stop_r)
-
-    def _keep(self, chunk: bytes) -> None:
-        self.cut += keep_tail(self._buffer, chunk, self._cap)
-
-    def join(self, deadline: float) -> None:
-        """Wait until the pipe's end or ``deadline`` (monotonic clock), then stop."""
-        self._thread.join(max(0.0, deadline - time.monotonic()))
-        if self._thread.is_alive():
-            os.write(self._stop_w, b"x")
-            self._thread.join()
-        self._close_stop_w()
-
-    def text(self) -> str:
-        return self._buffer.decode("utf-8", errors="replace")
-
-
-def keep_tail(buffer: bytearray, chunk: bytes, cap: int) -> int:
-    """Add ``chunk`` to ``buffer``, dropping its start beyond ``cap`` bytes; how many
-    bytes were dropped (the output of a command in a container is kept the same way)."""
-    buffer += chunk
-    excess = len(buffer) - cap
-    if excess > 0:
-        del buffer[:excess]
-        return excess
-    return 0
 
 
 _runs = itertools.count(1)

@@ -30,8 +30,9 @@ from repogym.grading import grade
 from repogym.models import GradeResult
 from repogym.task import Task
 from repogym.tree import git as _git
+from repogym.tree.clones import clone_at
 from repogym.tree.store import GITLINK, SYMLINK, split_z
-from repogym.workspace import Workspace, clone_at
+from repogym.workspace import Workspace
 
 
 def grade_rebuilt(workspace: Workspace, repo: Path, task: Task) -> GradeResult:

@@ -25,9 +25,10 @@ from repogym.junit.testids import escape_controls, file_of
 from repogym.models import GradeResult, Role, format_score
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import git as _git
+from repogym.tree.clones import clone_at
 from repogym.tree.globs import compile_globs, matching
 from repogym.validate_perf import check_modes
-from repogym.workspace import clone_at, files_under
+from repogym.workspace import files_under
 
 
 @dataclass

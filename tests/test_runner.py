@@ -17,6 +17,7 @@ from typing import IO
 import pytest
 
 import repogym.runner
+import repogym.sandbox.output
 from repogym.runner import CommandResult, Runner
 
 
@@ -121,7 +122,7 @@ def test_a_signal_just_after_the_spawn_still_kills_the_command(
         assert ready, "the command did not start"
         pids.extend(int(pid) for pid in os.read(fd, 100).split())
 
-    monkeypatch.setattr(repogym.runner, "_Tail", interrupt)
+    monkeypatch.setattr(repogym.runner, "Tail", interrupt)
     try:
         with pytest.raises(Interrupted):
             Runner().run(f"sleep 300 & echo $$ $! > {started}; wait", tmp_path, timeout=600)
@@ -225,7 +226,7 @@ def test_a_cancel_another_thread_takes_still_stops_the_wait() -> None:
     try:
         with signals_interrupt(), pytest.raises(Interrupted):
             taker.start()
-            repogym.runner._readable(read, None)
+            repogym.sandbox.output.readable(read, None)
         woken = select.select([read], [], [], 0)[0]
         assert not woken, "the wait ended when the watchdog wrote, not at the signal"
     finally:

@@ -40,7 +40,8 @@ from repogym.container.engine import (
     raw_socket,
     wait_exit,
 )
-from repogym.runner import CommandResult, keep_tail
+from repogym.runner import CommandResult
+from repogym.sandbox.output import keep_tail
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.errors import EngineError
-from repogym.runner import POLL_SLICE
+from repogym.sandbox.output import POLL_SLICE
 from repogym.task._environment import Limits
 
 LABEL = "repogym"  # every container and volume repogym makes carries it
@@ -208,7 +208,7 @@ def raw_socket(attach: Any) -> Any:
 
 def wait_exit(api: Any, ident: str, reader: threading.Thread, deadline: float) -> bool:
     """Wait for the container to exit by ``deadline`` (monotonic); whether it did. In
-    slices, so that a cancel's signal is handled at once (see repogym.runner.POLL_SLICE)."""
+    slices, so that a cancel's signal is handled at once (see repogym.sandbox.output.POLL_SLICE)."""
     while reader.is_alive():
         left = deadline - time.monotonic()
         if left <= 0:

@@ -20,7 +20,8 @@ from typing import Any
 from repogym.container.command import NAME, UID
 from repogym.container.engine import SHELL, close_attach, docker_module, engine_errors, said
 from repogym.errors import EpisodeLost
-from repogym.runner import POLL_SLICE, CommandResult, keep_tail
+from repogym.runner import CommandResult
+from repogym.sandbox.output import POLL_SLICE, keep_tail
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 
 # The first line of a command's stdout is its shell's pid (its process group's, the exec

@@ -59,13 +59,8 @@ from repogym.container.keeper import (
     start_keeper,
     unpack,
 )
-from repogym.runner import (
-    DEFAULT_OUTPUT_CAP,
-    POLL_SLICE,
-    CommandResult,
-    Runner,
-    check_timeout,
-)
+from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, Runner, check_timeout
+from repogym.sandbox.output import POLL_SLICE
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
 

@@ -6,9 +6,9 @@
   it is made. It is not ``workspace.baseline``: other graders read that as a pristine
   tree, and a benchmark or a setup may write into the tree it runs in.
 - The candidate is a fresh copy of the submission (repogym.tree.snapshot), made for each
-  grade; ``setup`` runs there once. Then both trees are read-only to the benchmark, and
-  each run has an empty bytecode cache and (sealed, or in a container) a ``/tmp`` and
-  ``/dev/shm`` of its own: nothing one run writes reaches the next (issue 43).
+  grade; ``setup`` runs there once. Then both trees are read-only to the benchmark (no
+  bytecode is written into them either), and each run has (sealed, or in a container) a
+  ``/tmp`` and ``/dev/shm`` of its own: nothing one run writes reaches the next (issue 43).
 - ``perf.warmup`` rounds (baseline, then candidate) are run and not counted; then
   ``perf.runs`` pairs, baseline and candidate alternating, with the side that goes first
   flipping from pair to pair, so that drift of the machine hits both sides alike. The
@@ -56,8 +56,6 @@ from repogym.workspace import Workspace, export_tree
 
 __all__ = ["PerfGrader", "perf_baseline", "perf_score"]
 
-_PYCACHE = "PYTHONPYCACHEPREFIX"
-_CONTAINER_PYCACHE = "/tmp/.repogym-pycache"
 # A variable of random length in each run's environment, which moves the stack: a
 # layout that happens to suit one side's code must not pass for a speed-up (hyperfine).
 PAD = "REPOGYM_PERF_PAD"
@@ -89,8 +87,7 @@ class PerfGrader(BuiltinGrader):
                 # run writes into its tree reaches the next (a warm-up that caches its
                 # answer there: 11.35x; issue 43).
                 runner.lock(candidate)
-                caches = _bytecode_caches(runner, Path(scratch) / "pycache")
-                _measure(_Bench(runner, config, trees, caches, timings), config, timings)
+                _measure(_Bench(runner, config, trees, timings), config, timings)
         except _Failure as failure:
             return component(config, timings, failure)
         finally:
@@ -149,20 +146,6 @@ def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> 
     return tree
 
 
-def _bytecode_caches(runner: AnyRunner, root: Path) -> Path | None:
-    """Where each run's fresh bytecode cache is made, unless the task sets its own.
-
-    The trees are read-only to the commands, so Python could not write its bytecode into
-    them. A cache kept across runs would carry what one run wrote to the next (a ``.pyc``
-    holds any constant a warm-up computed: issue 43), so each run gets an empty one, on
-    both sides alike: both compile what they import, every run.
-    """
-    if _PYCACHE in runner.environment():
-        return None
-    root.mkdir()
-    return root
-
-
 # -- timing ------------------------------------------------------------------------------
 
 
@@ -171,23 +154,14 @@ class _Bench:
     runner: AnyRunner
     config: PerfConfig
     trees: dict[Side, Path]
-    caches: Path | None
     runs: Runs
 
     def time(self, side: Side, which: str) -> float:
         """Run the benchmark once on ``side``: its figure (seconds, instructions or bytes),
-        or a ``_Failure``. Both trees are read-only to it; its bytecode cache is new."""
-        if self.caches is None:
-            return self._time(side, which, {}, [])
-        if isinstance(self.runner, ContainerRunner):  # a container's /tmp is its own
-            return self._time(side, which, {_PYCACHE: _CONTAINER_PYCACHE}, [])
-        cache = Path(tempfile.mkdtemp(prefix=f"{side}-", dir=self.caches))
-        try:
-            return self._time(side, which, {_PYCACHE: str(cache)}, [cache])
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
-
-    def _time(self, side: Side, which: str, env: dict[str, str], writable: list[Path]) -> float:
+        or a ``_Failure``. Both trees are read-only to it, so Python writes no bytecode
+        into them: each run compiles the tree's own modules, on both sides alike, and a
+        bytecode cache cannot carry what a warm-up computed into the timed runs (a
+        ``.pyc`` holds any constant; issue 43)."""
         command, what = self.config.command, self.config.wrapped
         if what is not None:
             in_container = isinstance(self.runner, ContainerRunner)
@@ -197,8 +171,7 @@ class _Bench:
             command,
             self.trees[side],
             timeout=self.config.timeout,
-            env={**env, PAD: pad},
-            writable=writable,
+            env={PAD: pad},
         )
         figures = None
         if what is not None:

@@ -20,6 +20,7 @@ import contextlib
 import functools
 import itertools
 import os
+import select
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -234,8 +235,6 @@ def _wait_empty(directory: Path) -> None:
         if events.exists():
             fd = os.open(events, os.O_RDONLY)
             try:
-                import select
-
                 poller = select.poll()
                 poller.register(fd, select.POLLPRI)
                 poller.poll(50)

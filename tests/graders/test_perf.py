@@ -260,17 +260,12 @@ def test_several_warmup_rounds(project: Make) -> None:
     assert component.details["warmup"] == 2
 
 
-def test_each_run_gets_a_bytecode_cache_of_its_own(project: Make) -> None:
-    """No cache carries what one run wrote to the next (issue 43): each run's is new,
-    and gone once it ends."""
+def test_no_run_writes_bytecode_another_run_reads(project: Make) -> None:
+    """Both trees are read-only to the benchmark, and no cache is given it: nothing one
+    run compiles reaches the next (issue 43)."""
     perf = project(runs=2, warmup=1, env={})
     perf.grade()
-    by_side: dict[str, list[str]] = {"baseline": [], "candidate": []}
-    for (_, side), prefix in zip(perf.events(), perf.column(2), strict=True):
-        by_side[side].append(prefix)
-    assert all(len(set(prefixes)) == 3 for prefixes in by_side.values()), by_side
-    assert not set(by_side["baseline"]) & set(by_side["candidate"])
-    assert not any(Path(p).exists() for p in by_side["baseline"] + by_side["candidate"])
+    assert set(perf.column(2)) == {"-"}  # no PYTHONPYCACHEPREFIX
     assert not list(perf.repo.root.rglob("__pycache__"))
 
 

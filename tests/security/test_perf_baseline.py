@@ -76,8 +76,7 @@ def _remember():
 """
 REMEMBER_THE_ANSWER = {
     "its-tree": "MARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), '.a')\n" + _FILE,
-    "bytecode-cache": "MARK = os.path.join(os.environ.get('PYTHONPYCACHEPREFIX', '/no'), 'a')\n"
-    + _FILE,
+    "its-bytecode": "MARK = os.path.join(os.path.dirname(__file__), '__pycache__', 'a')\n" + _FILE,
     "tmp": "MARK = '/tmp/answer-{marker}'\n" + _FILE,
     "dev-shm": "MARK = '/dev/shm/answer-{marker}'\n" + _FILE,
     "sysv-shm": """\
