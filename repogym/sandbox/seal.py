@@ -249,16 +249,22 @@ def _homes() -> frozenset[str]:
 
 
 def _import_path() -> list[str]:
-    """The grader's import path, but the directory it was started from (``python -m``
-    puts the working directory first: a user's repository)."""
+    """The grader's import path, but what lies around the directory it was started from
+    (``python -m`` puts the working directory first: a user's repository, whose ``src``
+    an editable install may also have put there; a virtual environment inside it is
+    shown as the grader's prefix)."""
     here = os.path.realpath(Path.cwd())
     found = []
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else here
-        if real == here or here.startswith(real.rstrip("/") + "/") or real == "/":
-            continue  # it, or a directory above it, would show the user's work tree
+        if real == "/" or _within(here, real) or _within(real, here):
+            continue  # it, a directory above it or one inside it: the user's work tree
         found.append(real)
     return found
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 @functools.cache
