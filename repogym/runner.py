@@ -35,6 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from repogym import progress
 from repogym.sandbox import cgroup as _cgroup
@@ -223,9 +224,9 @@ class Runner:
                 _seal.notice(why)
         caps = self.limits if session.uid is not None else None
         with _cgroup.group(caps) if caps is not None else contextlib.nullcontext() as group:
-            result = self._spawn(
-                command, argv, cwd, sealed, group, timeout, full_env, marker, session
-            )
+            enter = None if group is None else group.join()
+            options = session.popen_options(sealed=sealed, enter=enter)
+            result = self._spawn(command, argv, cwd, options, timeout, full_env, marker, session)
             if group is not None and group.went_over_memory():
                 stderr = result.stderr.rstrip("\n") + "\n" + group.over_memory_line() + "\n"
                 result = replace(result, stderr=stderr)
@@ -236,8 +237,7 @@ class Runner:
         command: str,
         argv: list[str],
         cwd: Path,
-        sealed: bool,
-        group: _cgroup.Group | None,
+        options: dict[str, Any],  # how to start it as its session's user
         timeout: float,
         full_env: dict[str, str],
         marker: str,
@@ -259,9 +259,7 @@ class Runner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                **session.popen_options(
-                    sealed=sealed, enter=None if group is None else group.join()
-                ),
+                **options,
             )
             stdout, stderr = (
                 Tail(process.stdout, self.output_cap),

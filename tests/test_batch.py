@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -436,7 +437,9 @@ def test_a_cancelled_async_consumer_ends_with_its_cancellation(tmp_path: Path) -
 
 @pytest.mark.sandbox
 @pytest.mark.skipif(os.geteuid() != 0, reason="the commands run as sandbox users as root only")
-def test_the_workers_of_a_machine_share_a_bases_runs(tmp_path: Path) -> None:
+def test_the_workers_of_a_machine_share_a_bases_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where every command runs as a sandbox user, the base's runs of the tests are made
     once on the machine: the first worker that needs them makes them, the other reads
     them (4 jobs of one base on two workers: the base's two runs, then one a job)."""
@@ -444,10 +447,15 @@ def test_the_workers_of_a_machine_share_a_bases_runs(tmp_path: Path) -> None:
     try:
         holder.chmod(0o755)
         build_example_repo("bugfix", holder / "bugfix", solution=True)
+        # Each test command says it ran through a FIFO: a sealed command sees nothing of
+        # the machine but what the operator shows it, read-only, which does not stop a
+        # writer of a FIFO (issue 43).
         log = holder / "runs" / "log"
         log.parent.mkdir()
-        log.touch()
+        os.mkfifo(log)
         log.chmod(0o666)  # each job's commands run as a sandbox user of its own
+        monkeypatch.setenv("REPOGYM_SEAL_SHOW", str(log.parent))
+        said = _Collected(log)
         task = (holder / "bugfix/.repogym.yml").read_text()
         task = task.replace("command: python", f"command: echo run >> {log}; python")
         start, end = task.index("  pass_to_pass:"), task.index("  timeout:")
@@ -461,6 +469,31 @@ def test_the_workers_of_a_machine_share_a_bases_runs(tmp_path: Path) -> None:
         done = run_batch(jobs, "--output", holder / "out.jsonl", "--jobs", "2", check=True)
         assert done.returncode == 0, done.stderr
         assert all(line["passed"] for line in lines_of(holder / "out.jsonl").values())
-        assert log.read_text().count("run\n") == 2 + len(lines)
+        assert said.text().count("run\n") == 2 + len(lines)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
+
+
+class _Collected:
+    """Everything written to the FIFO at ``path`` while it is open here: a reader, and a
+    writer of ours so that no writer's close ends the reading."""
+
+    def __init__(self, path: Path) -> None:
+        self._read = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self._hold = os.open(path, os.O_WRONLY)
+        os.set_blocking(self._read, True)
+        self._chunks: list[bytes] = []
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        while chunk := os.read(self._read, 65536):
+            self._chunks.append(chunk)
+
+    def text(self) -> str:
+        """What was written, once every writer but ours is gone (we close ours)."""
+        os.close(self._hold)
+        self._thread.join(BACKSTOP)  # a backstop: the last writer's close ends the read
+        assert not self._thread.is_alive(), "a writer of the FIFO outlived its command"
+        os.close(self._read)
+        return b"".join(self._chunks).decode()
