@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from repogym.sandbox import cgroup, seal
+from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, make_grader_venv
 
 pytestmark = [
@@ -326,3 +327,42 @@ def test_a_python_under_a_0700_directory_is_reached_without_opening_it(
         assert stat.S_IMODE(holder.stat().st_mode) == 0o700
     finally:
         shutil.rmtree(holder)
+
+
+def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
+    """RepoEnv through ``gymnasium.make``: an episode's command leaves a System V memory
+    segment and a file in ``/dev/shm``; after ``reset()`` the next episode's command looks
+    for them (before: the segment was there, and stayed after the environment closed)."""
+    import gymnasium
+
+    import repogym.gym  # noqa: F401  (registers the environment)
+    from repogym._demo import build_example_repo
+
+    repo = build_example_repo("bugfix", tmp_path / "bugfix")
+    before = _segments_of_sandbox_users()
+    env = gymnasium.make("repogym/RepoEnv-v0", repo=repo, base="main")
+    try:
+        env.reset()
+        left = "ipcmk -M 4096 -p 0666 >/dev/null && echo kept > /dev/shm/kept && echo left"
+        observation, *_ = env.step({"kind": "run", "command": left})
+        assert observation["output"].strip() == "left", observation
+        env.reset()
+        look = "ipcs -m | grep -c '^0x' ; ls /dev/shm"
+        observation, *_ = env.step({"kind": "run", "command": look})
+        assert observation["output"].split() == ["0"], observation
+    finally:
+        env.close()
+    assert _segments_of_sandbox_users() == before
+
+
+def _segments_of_sandbox_users() -> list[str]:
+    """The host's System V memory segments whose owner is a sandbox uid."""
+    listed = subprocess.run(["ipcs", "-m", "-c"], capture_output=True, text=True, check=True)
+    first, last = _sandbox.UID_BASE, _sandbox.UID_BASE + _sandbox.SLOTS
+    return [
+        line
+        for line in listed.stdout.splitlines()
+        if len(line.split()) > 2
+        and line.split()[2].isdigit()
+        and first <= int(line.split()[2]) < last
+    ]
