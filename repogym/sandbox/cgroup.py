@@ -20,6 +20,7 @@ import contextlib
 import functools
 import itertools
 import os
+import secrets
 import select
 import threading
 from collections.abc import Callable, Iterator
@@ -106,9 +107,11 @@ def group(limits: Caps) -> Iterator[Group | None]:
         return
     made = Group(limits)
     try:
+        layout = _layout(limits)
         with _lock:
-            name = f"repogym-{os.getpid()}-{next(_names)}"
-        for hierarchy, settings in _layout(limits).items():
+            name = f"repogym-{os.getpid()}-{next(_names)}-{secrets.token_hex(4)}"
+            _sweep_once(tuple(layout))
+        for hierarchy, settings in layout.items():
             directory = hierarchy / name
             directory.mkdir(mode=0o755)
             made.directories.append(directory)
@@ -119,6 +122,29 @@ def group(limits: Caps) -> Iterator[Group | None]:
         yield made
     finally:
         made.remove()
+
+
+@functools.cache
+def _sweep_once(hierarchies: tuple[Path, ...]) -> None:
+    """Remove the cgroups that graders gone from this machine left (a grader killed
+    while its command ran cannot remove its own): once a process, before its first.
+    A cgroup with a process in it is not removed (the kernel refuses)."""
+    for hierarchy in hierarchies:
+        for directory in hierarchy.glob("repogym-*-*"):
+            owner = directory.name.split("-")[1]
+            if owner.isdigit() and not _alive(int(owner)):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _layout(limits: Caps) -> dict[Path, dict[str, str]]:

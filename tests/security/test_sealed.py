@@ -13,6 +13,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -366,3 +367,31 @@ def _segments_of_sandbox_users() -> list[str]:
         and line.split()[2].isdigit()
         and first <= int(line.split()[2]) < last
     ]
+
+
+@pytest.mark.skipif(cgroup.unavailable() is not None, reason=f"{cgroup.unavailable()}")
+def test_the_cgroups_of_a_grader_killed_mid_command_are_removed_by_the_next(
+    tmp_path: Path,
+) -> None:
+    """A grader killed while its command ran cannot remove that command's cgroup; the
+    next grader on the machine removes it before its first command (102 were left on
+    this machine by a day of tests, one a pid reused into a name clash)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid names nobody now
+    hierarchies = list(cgroup._layout(cgroup.Caps(memory=64 << 20, pids=64, cpus=1.0)))
+    left = [h / f"repogym-{gone.pid}-1-killed" for h in hierarchies]
+    for directory in left:
+        directory.mkdir()
+    tree = tmp_path / "holder" / "tree"
+    tree.mkdir(parents=True)
+    (tmp_path / "holder").chmod(0o711)
+    tmp_path.chmod(0o711)
+    grader = (
+        "import sys; from pathlib import Path; from repogym.runner import Runner; "
+        "from repogym.sandbox.cgroup import Caps; "
+        "r = Runner(limits=Caps(memory=64 << 20, pids=64, cpus=1.0)); "
+        "sys.exit(r.run('true', Path(sys.argv[1]), timeout=60).exit_code)"
+    )
+    done = subprocess.run([sys.executable, "-c", grader, str(tree)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert not [d for d in left if d.exists()]
