@@ -11,10 +11,13 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from repogym.environment import prepare
-from repogym.errors import EngineError, UsageError
+from repogym.errors import EngineError, ExitCode, UsageError
 from repogym.task import load_task
 from repogym.tree import git as _git
 
@@ -103,3 +106,44 @@ def skipped(repo: Path) -> tuple[str, bool] | None:
                 True,
             )
     return None
+
+
+def run_demo(*, keep: bool, grade: Callable[[list[str]], int]) -> int:
+    """Grade every example's reference solution with ``grade`` (the command line's
+    ``repogym grade``); the worst exit code of them.
+
+    An interrupt (Ctrl-C, SIGTERM) stops the whole demo, not just the example being
+    graded: it propagates to :func:`main`, which reports it.
+    """
+    root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
+    worst = 0
+    codes = []
+    try:
+        for name in example_names():
+            repo = build_example_repo(name, root / name)
+            report = root / f"{name}.json"
+            skip = skipped(repo)
+            if skip is not None:
+                print(f"== {name}: skipped: {skip[0]}\n")
+                worst = max(worst, ExitCode.ERROR if skip[1] else 0)
+                continue
+            print(f"== {name}: grading branch `submission` of {repo} against `main`")
+            codes.append(grade(["grade", "-C", str(repo), "--base", "main", "--json", str(report)]))
+            worst = max(worst, codes[-1])
+            print()
+    finally:
+        if keep:
+            print(f"The repositories and JSON reports are in {root}")
+        else:
+            for repo in root.iterdir():
+                if repo.is_dir():
+                    shutil.rmtree(repo, ignore_errors=True)
+            print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
+    if codes and min(codes) >= ExitCode.ERROR:
+        # Said last, where the eye lands: no example was graded at all (issue 43).
+        print(
+            f"repogym demo: none of the {len(codes)} examples could be graded; each ended in"
+            " the error printed under its name above",
+            file=sys.stderr,
+        )
+    return worst

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from repogym import __version__
-from repogym._demo import build_example_repo, example_names, skipped
+from repogym._demo import run_demo
 from repogym._words import counted
 from repogym.batch import command as _batch
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
@@ -362,44 +360,8 @@ def _print_metrics(file: Path, *, json_lines: bool) -> bool:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    """Grade every example's reference solution; the worst exit code of them.
-
-    An interrupt (Ctrl-C, SIGTERM) stops the whole demo, not just the example being
-    graded: it propagates to :func:`main`, which reports it.
-    """
-    root = Path(tempfile.mkdtemp(prefix="repogym-demo-"))
-    worst = 0
-    codes = []
-    try:
-        for name in example_names():
-            repo = build_example_repo(name, root / name)
-            report = root / f"{name}.json"
-            skip = skipped(repo)
-            if skip is not None:
-                print(f"== {name}: skipped: {skip[0]}\n")
-                worst = max(worst, ExitCode.ERROR if skip[1] else 0)
-                continue
-            print(f"== {name}: grading branch `submission` of {repo} against `main`")
-            grade = ["grade", "-C", str(repo), "--base", "main", "--json", str(report)]
-            codes.append(run_command(grade))
-            worst = max(worst, codes[-1])
-            print()
-    finally:
-        if args.keep:
-            print(f"The repositories and JSON reports are in {root}")
-        else:
-            for repo in root.iterdir():
-                if repo.is_dir():
-                    shutil.rmtree(repo, ignore_errors=True)
-            print(f"The JSON reports are in {root} (`repogym demo --keep` keeps the repositories)")
-    if codes and min(codes) >= ExitCode.ERROR:
-        # Said last, where the eye lands: no example was graded at all (issue 43).
-        print(
-            f"repogym demo: none of the {len(codes)} examples could be graded; each ended in"
-            " the error printed under its name above",
-            file=sys.stderr,
-        )
-    return worst
+    """Grade every example's reference solution (repogym._demo.run_demo)."""
+    return run_demo(keep=args.keep, grade=run_command)
 
 
 if __name__ == "__main__":
