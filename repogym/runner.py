@@ -228,7 +228,12 @@ class Runner:
             options = session.popen_options(sealed=sealed, enter=enter)
             result = self._spawn(command, argv, cwd, options, timeout, full_env, marker, session)
             if group is not None and group.went_over_memory():
-                stderr = result.stderr.rstrip("\n") + "\n" + group.over_memory_line() + "\n"
+                stderr = (
+                    result.stderr.rstrip("\n")
+                    + "\n"
+                    + _cgroup.over_memory(group.limits.memory)
+                    + "\n"
+                )
                 result = replace(result, stderr=stderr)
         return result
 

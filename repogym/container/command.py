@@ -41,6 +41,7 @@ from repogym.container.engine import (
     wait_exit,
 )
 from repogym.runner import CommandResult
+from repogym.sandbox.cgroup import over_memory
 from repogym.sandbox.output import keep_tail
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
@@ -194,10 +195,7 @@ class Command:
             # The unpack and the wait were not its.
             own = max(0.0, own - (self.went - exited.started))
         if state.get("OOMKilled"):
-            self.stderr += (
-                f"\nrepogym: killed: the command went over its memory limit "
-                f"({self.setting.limits.memory >> 20} MiB, limits.memory)\n"
-            ).encode()
+            self.stderr += f"\n{over_memory(self.setting.limits.memory)}\n".encode()
         return CommandResult(
             command=self.command,
             exit_code=None if exited.timed_out else int(state.get("ExitCode", -1)),

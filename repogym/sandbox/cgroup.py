@@ -44,6 +44,15 @@ class Caps:
 _lock = threading.Lock()
 
 
+def over_memory(limit: int) -> str:
+    """What a command's output ends with when the kernel killed it for going over its
+    memory limit of ``limit`` bytes, on the host and in a container alike."""
+    return (
+        "repogym: killed: the command went over its memory limit "
+        f"({limit >> 20} MiB, limits.memory)"
+    )
+
+
 @dataclass(slots=True)
 class Group:
     """One command's cgroup: a directory per hierarchy it was made in."""
@@ -72,12 +81,6 @@ class Group:
                         if key == "oom_kill" and int(value) > 0:
                             return True
         return False
-
-    def over_memory_line(self) -> str:
-        return (
-            f"repogym: killed: the command went over its memory limit "
-            f"({self.limits.memory >> 20} MiB, limits.memory)"
-        )
 
     def remove(self) -> None:
         """Remove the cgroup (its processes are gone by now: the runner killed them)."""

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -279,8 +278,3 @@ def _venv_home(prefix: str) -> str | None:
         if key.strip() == "home" and value.strip():
             return str(Path(os.path.realpath(value.strip())).parent)
     return None
-
-
-def program(name: str) -> str | None:
-    """Where the system's ``name`` is, for messages and tests."""
-    return _program(name) or shutil.which(name)
