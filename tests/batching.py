@@ -127,6 +127,7 @@ perf:
   command: python -c "sum(range(10**6))"
   runs: 2
   warmup: 0
+  noise_floor: 1.5  # two pairs of a 0.1 s run: the empty submission must score 0
   min_speedup: 2
 """
 

@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,7 @@ from tests.batching import (
     lines_of,
     make_perf_repo,
     one_test_repo,
+    readers,
     release,
     run_batch,
     status,
@@ -117,10 +119,14 @@ def test_a_killed_batch_resumes_where_it_stopped(tmp_path: Path, fifo: Path) -> 
     batch = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         held = os.open(fifo, os.O_WRONLY)  # the slow job's test is running
+        [test] = [pid for pid in readers(fifo) if pid != os.getpid()]
+        reader = os.pidfd_open(test)
         assert set(lines_of(output)) == {"quick"}  # written whole as it ended
         batch.kill()
         batch.wait()
-        os.close(held)
+        os.close(held)  # the killed batch's test, if it outlived the batch, reads the end
+        select.select([reader], [], [], BACKSTOP)  # and is gone before the next may read
+        os.close(reader)
     finally:
         if batch.poll() is None:
             batch.kill()

@@ -39,15 +39,17 @@ def graded(tmp_path: Path, baseline: dict[str, Any], candidate: dict[str, Any], 
 
 @pytest.mark.parametrize("timing", ["wall", "cpu"])
 def test_a_candidate_that_idles_less_fools_wall_time_only(tmp_path: Path, timing: str) -> None:
-    # The same work; the baseline also sleeps 0.6 s, the candidate does not.
+    # The same work; the baseline also sleeps 0.6 s, the candidate does not: about 3.4x
+    # in wall time, 1x in CPU time. The floor sits between them, far from both: three
+    # pairs of CPU time on a busy machine have given 1.17x for the same work.
     component = graded(
-        tmp_path, {"work": WORK, "sleep": 0.6}, {"work": WORK}, timing=timing, noise_floor=1.15
+        tmp_path, {"work": WORK, "sleep": 0.6}, {"work": WORK}, timing=timing, noise_floor=1.5
     )
     speedup = component.details["speedup"]
     if timing == "wall":
         assert speedup > 2 and component.score > 0, component.messages
     else:
-        assert speedup < 1.15 and component.score == 0, component.messages
+        assert speedup < 1.5 and component.score == 0, component.messages
         assert component.messages[0].startswith(f"speed-up {speedup:.2f}× (fastest of 3, CPU")
 
 

@@ -20,11 +20,8 @@ from repogym.runner import Runner
 from tests.security._harness import Case
 from tests.security._perf import SMALL_PERF
 
-CPU_TASK = (
-    SMALL_PERF["task"]
-    .replace("timing: wall", "timing: cpu")
-    .replace("noise_floor: 1.5", "noise_floor: 1.1")
-)
+# The same work on both sides: about 1x, while the forgery would give a hundred million.
+CPU_TASK = SMALL_PERF["task"].replace("timing: wall", "timing: cpu")
 # Run at the end of the candidate's benchmark: a line of figures as the measurer prints
 # them, saying the run took a nanosecond of CPU.
 FORGE = textwrap.dedent(
@@ -67,7 +64,7 @@ def _graded(case: Case, tail: str) -> tuple[list[str], dict]:
 
 def test_a_forged_line_of_figures_is_not_taken(case: Case) -> None:
     problems, perf = _graded(case, "forge()")
-    if perf["score"] != 0 or not 0.5 < perf["details"]["speedup"] < 1.1:
+    if perf["score"] != 0 or not 0.5 < perf["details"]["speedup"] < 1.5:
         problems.append(f"perf took the forgery: {perf['details'].get('speedup')}x")
     assert not problems, "\n".join(problems)
 
