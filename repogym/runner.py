@@ -212,20 +212,24 @@ class Runner:
         marker: str,
         session: _sandbox.Session,
     ) -> CommandResult:
-        """The command sealed where it can be (a sandbox uid), in a cgroup of the task's
-        limits where one can be made; see :meth:`run`."""
-        argv, cwd, sealed = ["/bin/sh", "-c", command], view.cwd, False
+        """The command sealed where it can be (a sandbox uid), else confined by Landlock
+        where that can be had, in a cgroup of the task's limits where one can be made; see
+        :meth:`run`."""
+        argv, cwd, sealed, confine = ["/bin/sh", "-c", command], view.cwd, False, None
         if session.uid is not None and session.gid is not None:
             why = _seal.unavailable()
             if why is None:
                 argv = _seal.argv(argv, view, uid=session.uid, gid=session.gid, env=full_env)
                 cwd, sealed = Path("/"), True
             else:
-                _seal.notice(why)
+                confine = _seal.confine(view, full_env, command, why)
         caps = self.limits if session.uid is not None else None
-        with _cgroup.group(caps) if caps is not None else contextlib.nullcontext() as group:
+        with contextlib.ExitStack() as stack:
+            if confine is not None:
+                stack.callback(os.close, confine)
+            group = stack.enter_context(_cgroup.group(caps)) if caps is not None else None
             enter = None if group is None else group.join()
-            options = session.popen_options(sealed=sealed, enter=enter)
+            options = session.popen_options(sealed=sealed, enter=enter, confine=confine)
             result = self._spawn(command, argv, cwd, options, timeout, full_env, marker, session)
             if group is not None and group.went_over_memory():
                 stderr = (

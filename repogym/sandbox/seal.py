@@ -23,11 +23,15 @@ Debian's ``bubblewrap`` package) in a fresh set of namespaces made for it:
 Inside, the command drops to its sandbox uid with ``setpriv`` (no capabilities, no
 supplementary groups, ``no_new_privs``) before the shell starts.
 
-Where the seal cannot be had (not root, no ``bwrap``, or a kernel or container that refuses
-the namespaces, as Docker's default seccomp profile and capabilities do in the Action's
-own container), the command runs as before (a uid of its own and the clean-up of
-:mod:`repogym.sandbox.users`) and one line a process says so (docs/security.md says what
-still holds there).
+Where the namespaces are refused (no ``bwrap``, or a kernel or container that refuses
+them, as Docker's default seccomp profile and capabilities do in the Action's own
+container), the command is confined by Landlock instead (:func:`confine`,
+:mod:`repogym.sandbox.landlock`): it may open only what the view would show, but shares
+the machine's network, process list and System V IPC (the clean-up of
+:mod:`repogym.sandbox.leftovers` removes what it leaves). Where Landlock is refused too,
+it runs as before, a uid of its own and the clean-up. One line a process says which
+(docs/security.md says what holds in each place). ``REPOGYM_SEAL=landlock`` chooses
+Landlock where both could be had.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repogym.sandbox import landlock as _landlock
 from repogym.sandbox.commandline import first_program
 
 __all__ = [
@@ -49,12 +54,15 @@ __all__ = [
     "SWITCH",
     "View",
     "argv",
+    "confine",
     "made_for_the_view",
     "toolchain",
     "unavailable",
 ]
 
-SWITCH = "REPOGYM_SEAL"  # "off": run commands unsealed (docs/security.md)
+# "off": run commands unsealed; "landlock": confined by Landlock (docs/security.md).
+SWITCH = "REPOGYM_SEAL"
+_OFF = ("off", "0", "false")
 # Directories of the machine every sealed command sees read-only besides its toolchain
 # (a data set, a shared cache): the grader's operator names them, never the task.
 SHOW = "REPOGYM_SEAL_SHOW"
@@ -73,6 +81,11 @@ NOT_SEALED_NOTICE = (
     " own, but see this machine's files that others may read and share its network and"
     " System V IPC; see docs/security.md"
 )
+CONFINED_NOTICE = (
+    "repogym: the submission's commands are confined by Landlock, not sealed ({why}): they"
+    " open only their trees, the system and their toolchain, but share this machine's"
+    " network and process list; see docs/security.md"
+)
 _noticed = threading.Lock()
 
 
@@ -88,9 +101,27 @@ class View:
 
 def unavailable() -> str | None:
     """Why commands cannot be sealed here, or None when they can (found once a process)."""
-    if os.environ.get(SWITCH, "").lower() in ("off", "0", "false"):
-        return f"{SWITCH}=off"
+    chosen = os.environ.get(SWITCH, "").lower()
+    if chosen in (*_OFF, "landlock"):
+        return f"{SWITCH}={chosen}"
     return _probe()
+
+
+def confine(view: View, env: Mapping[str, str], command: str, why: str) -> int | None:
+    """Where the namespaces are refused (``why``), a Landlock ruleset for ``command``
+    that lets it open what its view would show (the caller closes it); None where
+    Landlock cannot be had either. Either way, the line that says so, once a process."""
+    if os.environ.get(SWITCH, "").lower() not in _OFF:
+        refused = _landlock.unavailable()
+        if refused is None:
+            notice(CONFINED_NOTICE.format(why=why))
+            mounts = _mounts(view, env, command)
+            read = [p for p, write in mounts if not write]
+            read += [top for top in TOP_LINKS if Path(top).is_dir() and not Path(top).is_symlink()]
+            return _landlock.ruleset(read, [p for p, write in mounts if write])
+        why = f"{why}; {refused}"
+    notice(NOT_SEALED_NOTICE.format(why=why))
+    return None
 
 
 @functools.cache
@@ -115,10 +146,10 @@ def _probe() -> str | None:
     return None
 
 
-def notice(why: str) -> None:
-    """Say once a process that commands run unsealed, and why."""
+def notice(line: str) -> None:
+    """Say once a process how commands run where they cannot be sealed."""
     if _noticed.acquire(blocking=False):
-        print(NOT_SEALED_NOTICE.format(why=why), file=sys.stderr, flush=True)
+        print(line, file=sys.stderr, flush=True)
 
 
 @functools.cache

@@ -19,8 +19,9 @@ unprivileged uid of its own, a *slot*:
   set-uid program cannot take the command to another uid.
 - **Nothing left.** Before and after the run, every process of the uid is killed
   (:func:`repogym.sandbox.reaper.kill_uid`) and its files at the top of the world-writable
-  directories (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) are removed, so
-  nothing it started or planted reaches the next run.
+  directories (``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) and its System V IPC
+  objects are removed (:mod:`repogym.sandbox.leftovers`), so nothing it started or planted
+  reaches the next run.
 
 When repogym is not root, commands run as its own user (with a throwaway ``HOME`` and
 ``TMPDIR`` still), and one line on stderr says so, once per process.
@@ -36,7 +37,6 @@ import grp
 import os
 import pwd
 import resource
-import shutil
 import stat
 import sys
 import tempfile
@@ -47,12 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from repogym.errors import SandboxError
+from repogym.sandbox import landlock as _landlock
+from repogym.sandbox import leftovers as _leftovers
 from repogym.sandbox import reaper as _reaper
 
 NAME = "repogym"
 UID_BASE = 59800
 SLOTS = 64
-WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 # Threads of the uid, all processes of a run together: jest runs a worker per core, of
 # about 11 threads each (node's own and libuv's), pytest-xdist a process per core.
 NPROC = max(1024, 32 * (os.cpu_count() or 1))
@@ -76,12 +77,17 @@ class Session:
     env: dict[str, str] = field(default_factory=dict)  # over the grader's, before the allowlist
 
     def popen_options(
-        self, *, sealed: bool = False, enter: Callable[[], None] | None = None
+        self,
+        *,
+        sealed: bool = False,
+        enter: Callable[[], None] | None = None,
+        confine: int | None = None,
     ) -> dict[str, Any]:
         """What ``subprocess.Popen`` needs to start the command as this session's user;
         ``sealed``: the program started is the seal (repogym.sandbox.seal), which runs as
         root and drops to the uid itself; ``enter``: what the child runs before exec (it
-        joins the command's cgroup)."""
+        joins the command's cgroup); ``confine``: a Landlock ruleset the child restricts
+        itself to (repogym.sandbox.landlock)."""
         if self.uid is None:
             return {}
 
@@ -89,6 +95,8 @@ class Session:
             _limit()
             if enter is not None:
                 enter()
+            if confine is not None:
+                _landlock.restrict(confine)  # after _limit's no_new_privs
 
         # preexec_fn runs in the child after _posixsubprocess has set the uid and gid,
         # so the limits it sets are the sandbox's own, and lowered hard limits stay (the
@@ -149,7 +157,7 @@ def session(sandbox: bool, writable: Sequence[Path] = ()) -> Iterator[Session]:
 def _clear(session: Session) -> None:
     session.kill()
     assert session.uid is not None
-    sweep(session.uid)
+    _leftovers.sweep(session.uid)
 
 
 def switches_user(sandbox: bool = True) -> bool:
@@ -330,20 +338,6 @@ def private_directory(name: str) -> Path:
 
 
 # Files
-
-
-def sweep(uid: int) -> None:
-    """Remove what ``uid`` owns at the top of the world-writable directories."""
-    for top in WORLD_WRITABLE:
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            for entry in os.scandir(top):
-                with contextlib.suppress(FileNotFoundError):
-                    if entry.stat(follow_symlinks=False).st_uid != uid:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path)  # fd-based: follows no symlink inside
-                    else:
-                        Path(entry.path).unlink()
 
 
 def give(tree: Path, uid: int, gid: int) -> None:

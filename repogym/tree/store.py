@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from repogym.errors import WorkspaceError
+from repogym.sandbox import seal as _seal
+from repogym.sandbox import users as _sandbox
 from repogym.tree import git as _git
 from repogym.tree.links import place
 
@@ -248,7 +250,11 @@ def copies_dir(size: int) -> str | None:
 
     Creating files is the copy's whole cost, and on many machines (virtual disks, CI
     runners) a file system in memory creates them ten times faster: 20,000 files take
-    0.7 s there and 8.8 s on this project's CI disk."""
+    0.7 s there and 8.8 s on this project's CI disk.
+
+    Not ``/dev/shm`` where the commands run as a sandbox uid confined by Landlock rather
+    than sealed: they may read ``/dev/shm`` (POSIX semaphores live there), and so would
+    another grade's copy there (issue 43)."""
     chosen = os.environ.get("REPOGYM_COPIES")
     if chosen:
         if not Path(chosen).is_dir():
@@ -257,6 +263,8 @@ def copies_dir(size: int) -> str | None:
                 "to let repogym choose"
             )
         return chosen
+    if _sandbox.switches_user() and _seal.unavailable() is not None:
+        return None
     try:
         info = os.statvfs(RAM_DIR)
         usable = RAM_DIR.is_dir() and os.access(RAM_DIR, os.W_OK | os.X_OK)

@@ -71,3 +71,16 @@ def _cleaned(case: Case) -> Iterator[Case]:
             shutil.rmtree(leftover, ignore_errors=True)
         else:
             leftover.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def readable_secret() -> Iterator[Path]:
+    """A file any user may read, outside every tree a grade makes: another user's
+    checkout, the source repository of a batch, another grade's copy."""
+    holder = Path(tempfile.mkdtemp(prefix="repogym-elsewhere-"))
+    holder.chmod(0o755)
+    secret = holder / "solution.py"
+    secret.write_text("ANSWER = 42\n")
+    secret.chmod(0o644)
+    yield secret
+    shutil.rmtree(holder)

@@ -8,6 +8,7 @@ A small perf task rather than examples/perf (about 3 s a run): a benchmark of ab
 
 from __future__ import annotations
 
+import os
 import subprocess
 import textwrap
 import zlib
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from repogym.sandbox import landlock
 from tests.security._harness import Case
 from tests.security._perf import SMALL_PERF
 
@@ -109,7 +111,25 @@ def work():
 
 
 @pytest.mark.parametrize("place", sorted(REMEMBER_THE_ANSWER))
-def test_no_run_of_the_candidate_remembers_an_earlier_one(case: Case, place: str) -> None:
+@pytest.mark.parametrize(
+    "seal",
+    [
+        "",
+        pytest.param(
+            "landlock",
+            marks=pytest.mark.skipif(
+                os.geteuid() != 0 or landlock.unavailable() is not None,
+                reason="confined by Landlock: root, and a kernel with Landlock",
+            ),
+        ),
+    ],
+    ids=["default", "landlock"],
+)
+def test_no_run_of_the_candidate_remembers_an_earlier_one(
+    case: Case, place: str, seal: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if seal:
+        monkeypatch.setenv("REPOGYM_SEAL", seal)  # as in the Action's container
     # CPU time: a machine busy with other work does not pass for a speed-up.
     task = SMALL_PERF["task"].replace("timing: wall", "timing: cpu")
     case.base(task=task, files=SMALL_PERF["files"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import seal
+from repogym.sandbox import landlock, seal
 from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, Graded
 
@@ -120,13 +120,27 @@ def test_copies_under_a_0700_directory_are_in_a_sealed_commands_reach(
     assert graded.returncode == 0 and verdict(graded).startswith("PASS 1.000"), graded.output
 
 
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "off",
+        pytest.param(
+            "landlock",
+            marks=pytest.mark.skipif(
+                landlock.unavailable() is not None, reason=f"{landlock.unavailable()}"
+            ),
+        ),
+    ],
+)
 def test_copies_out_of_the_sandbox_users_reach_stop_an_unsealed_grade(
-    case: Case, places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    case: Case, places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
+    """Unsealed, or confined by Landlock (no view is made for the command): the way to
+    the copies is the machine's, and the preflight names what to open."""
     locked, open_ = places
     (locked / "copies").mkdir()
     monkeypatch.setenv("REPOGYM_COPIES", str(locked / "copies"))
-    monkeypatch.setenv(seal.SWITCH, "off")
+    monkeypatch.setenv(seal.SWITCH, mode)
     solved(case, f"{open_}/bin:/usr/bin:/bin")
     graded = case.grade()
     assert graded.returncode == 2, graded.output

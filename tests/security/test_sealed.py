@@ -7,85 +7,33 @@ by ``repogym grade`` on a real repository, as root (CI): with the seal off
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from repogym.sandbox import cgroup, seal
-from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, make_grader_venv
+from tests.security._sealing import (
+    ADDED_TASK,
+    REMEMBERS,
+    batch_with_a_planter,
+    key,
+    remove_segment,
+    segment,
+    segments_of_sandbox_users,
+)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the seal is root's (docs/security.md)"),
     pytest.mark.skipif(seal.unavailable() is not None, reason=f"{seal.unavailable()}"),
 ]
-
-# The bugfix example's task with the pull request's own new tests as its targets (and
-# the base's passing tests kept): an attack need not touch the base's tests.
-_START, _END = BUGFIX_TASK.index("  fail_to_pass:"), BUGFIX_TASK.index("  timeout:")
-ADDED_TASK = (
-    BUGFIX_TASK[:_START]
-    + "  fail_to_pass: added\n  pass_to_pass: baseline\n"
-    + BUGFIX_TASK[_END:].split("constraints:")[0]
-    + "constraints:\n  protected: [src/**]\n"
-)
-
-
-def _key(case: Case) -> int:
-    return zlib.crc32(case.marker.encode()) & 0x7FFFFFFF
-
-
-# A test that passes the first time it runs and fails every time after: a "fix" with no
-# code in it, if anything of its first run reaches its second (the head's tests run
-# first, then the added ones against the base's code, where they must fail to count).
-REMEMBERS = {
-    "sysv-shm": """\
-import ctypes
-
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def test_remembered():
-    seen = libc.shmget({key}, 0, 0) != -1
-    libc.shmget({key}, 4096, 0o1666)  # IPC_CREAT | 0666: outlives the process
-    assert not seen
-""",
-    "dev-shm": """\
-from pathlib import Path
-
-
-def test_remembered():
-    mark = Path("/dev/shm/{marker}")
-    seen = mark.exists()
-    mark.write_text("seen")
-    assert not seen
-""",
-    "tmp-deep": """\
-import os
-from pathlib import Path
-
-
-def test_remembered():
-    # Under a directory of the test's own: the old clean-up swept the top of /tmp only
-    # of the uid's entries, and this directory is the uid's: a sticky world-writable one
-    # made inside another user's would not be.
-    mark = Path("/var/tmp/{marker}/seen")
-    seen = mark.exists()
-    mark.parent.mkdir(exist_ok=True)
-    mark.write_text("seen")
-    assert not seen
-""",
-}
 
 
 @pytest.mark.parametrize("channel", sorted(REMEMBERS))
@@ -93,38 +41,16 @@ def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
     """A target that passes only when an earlier run left it a mark. Unsealed:
     ``sysv-shm`` PASS 1.000 (the segment outlives every clean-up)."""
     case.base(task=ADDED_TASK)
-    test = REMEMBERS[channel].replace("{key}", str(_key(case)))
+    test = REMEMBERS[channel].replace("{key}", str(key(case)))
     case.submit({"tests/test_remembered.py": test})
     graded = case.grade()
     try:
         graded.check("FAIL")
         assert "test_remembered" in graded.output
-        assert not _segment(_key(case)), "the segment outlived the grade"
+        assert not segment(key(case)), "the segment outlived the grade"
     finally:
-        _remove_segment(_key(case))
+        remove_segment(key(case))
         shutil.rmtree(f"/var/tmp/{case.marker}", ignore_errors=True)
-
-
-def _segment(key: int) -> bool:
-    listed = subprocess.run(["ipcs", "-m"], capture_output=True, text=True, check=True)
-    return f"0x{key:08x}" in listed.stdout
-
-
-def _remove_segment(key: int) -> None:
-    subprocess.run(["ipcrm", "-M", str(key)], capture_output=True, check=False)
-
-
-@pytest.fixture
-def readable_secret() -> Iterator[Path]:
-    """A file any user may read, outside every tree a grade makes: another user's
-    checkout, the source repository of a batch, another grade's copy."""
-    holder = Path(tempfile.mkdtemp(prefix="repogym-elsewhere-"))
-    holder.chmod(0o755)
-    secret = holder / "solution.py"
-    secret.write_text("ANSWER = 42\n")
-    secret.chmod(0o644)
-    yield secret
-    shutil.rmtree(holder)
 
 
 def test_nothing_outside_the_copy_is_in_sight(case: Case, readable_secret: Path) -> None:
@@ -202,54 +128,14 @@ def test_the_seal_is_what_closes_them(case: Case, monkeypatch: pytest.MonkeyPatc
     nor a uid of its own, wins; so the attacks above test the seal, not something else."""
     monkeypatch.setenv("REPOGYM_SANDBOX", "off")
     case.base(task=ADDED_TASK)
-    test = REMEMBERS["sysv-shm"].replace("{key}", str(_key(case)))
+    test = REMEMBERS["sysv-shm"].replace("{key}", str(key(case)))
     case.submit({"tests/test_remembered.py": test})
     try:
         graded = case.grade()
     finally:
-        _remove_segment(_key(case))
+        remove_segment(key(case))
     assert graded.returncode == 0, graded.output
     assert graded.stdout.startswith("PASS 1.000") or "PASS 1.000" in graded.stdout
-
-
-# A task with no runner configuration of its own: pytest looks for one in the copy's
-# parent directories, up to the top of the temporary directory where the copies are.
-CROSS_TASK = """\
-version: 1
-type: bugfix
-tests:
-  command: python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}
-  fail_to_pass: [tests/test_value.py::test_value]
-  timeout: 60
-"""
-# Job A's code, imported by its tests: a runner configuration and a plugin that passes
-# every test, where the other job's pytest looks, held there while that job runs.
-PLANT = """\
-import os
-import time
-
-PLUGIN = '''
-import pytest
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"
-'''
-for top in ("/tmp", "/dev/shm", os.environ.get("REPOGYM_COPIES", "/tmp")):
-    try:
-        with open(os.path.join(top, "pytest.ini"), "w") as f:
-            f.write("[pytest]\\naddopts = -p repogym_planted\\npythonpath = " + top + "\\n")
-        with open(os.path.join(top, "repogym_planted.py"), "w") as f:
-            f.write(PLUGIN)
-    except OSError:
-        pass
-time.sleep(8)  # while the other job's tests run
-
-
-def value():
-    return 1
-"""
 
 
 def test_one_batch_job_does_not_reach_another(tmp_path: Path) -> None:
@@ -257,54 +143,7 @@ def test_one_batch_job_does_not_reach_another(tmp_path: Path) -> None:
     shared temporary directories while job B, a broken change, runs its tests. Unsealed,
     B's pytest loads them and B passes when B's run falls within A's (the issue's
     measurement); sealed, no command sees another's /tmp or /dev/shm."""
-    from tests.batching import git, lines_of, run_batch
-
-    repo = tmp_path / "repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / ".repogym.yml").write_text(CROSS_TASK)
-    (repo / "value.py").write_text("def value():\n    return 1\n")
-    (repo / "tests/test_value.py").write_text(
-        "from value import value\n\n\ndef test_value():\n    assert value() == 2\n"
-    )
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "base")
-    for branch, code in (("planter", PLANT), ("broken", "def value():\n    return 3\n")):
-        git(repo, "checkout", "--quiet", "-b", branch, "main")
-        (repo / "value.py").write_text(code)
-        git(repo, "commit", "--quiet", "-am", branch)
-    jobs = tmp_path / "jobs.jsonl"
-    # The second worker grades the base itself three times first, so that the planter's
-    # tests have planted by the time the broken change's run (unsealed, they had).
-    fillers = [
-        json.dumps({"id": f"base-{n}", "repo": str(repo), "base": "main", "ref": "main"})
-        for n in range(3)
-    ]
-    jobs.write_text(
-        "\n".join(
-            [
-                json.dumps({"id": "planter", "repo": str(repo), "base": "main", "ref": "planter"}),
-                *fillers,
-                json.dumps({"id": "broken", "repo": str(repo), "base": "main", "ref": "broken"}),
-            ]
-        )
-        + "\n"
-    )
-    out = tmp_path / "out.jsonl"
-    before = set(Path("/dev/shm").glob("repogym-*"))
-    done = run_batch(jobs, "--output", out, "--jobs", "2")
-    try:
-        lines = lines_of(out)
-        assert lines["broken"]["passed"] is False, done.stdout + done.stderr
-        assert lines["planter"]["passed"] is False
-        # Each grade removes what it made there when it ends, not when its worker's
-        # process exits (a pool's worker never runs its exit handlers): 65 MB a job before.
-        assert not set(Path("/dev/shm").glob("repogym-*")) - before
-    finally:
-        for top in ("/tmp", "/dev/shm"):
-            for name in ("pytest.ini", "repogym_planted.py"):
-                if Path(top, name).is_file() and "planted" in Path(top, name).read_text():
-                    Path(top, name).unlink()
+    batch_with_a_planter(tmp_path)
 
 
 def test_a_python_under_a_0700_directory_is_reached_without_opening_it(
@@ -340,7 +179,7 @@ def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
     from repogym._demo import build_example_repo
 
     repo = build_example_repo("bugfix", tmp_path / "bugfix")
-    before = _segments_of_sandbox_users()
+    before = segments_of_sandbox_users()
     env = gymnasium.make("repogym/RepoEnv-v0", repo=repo, base="main")
     try:
         env.reset()
@@ -353,20 +192,7 @@ def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
         assert observation["output"].split() == ["0"], observation
     finally:
         env.close()
-    assert _segments_of_sandbox_users() == before
-
-
-def _segments_of_sandbox_users() -> list[str]:
-    """The host's System V memory segments whose owner is a sandbox uid."""
-    listed = subprocess.run(["ipcs", "-m", "-c"], capture_output=True, text=True, check=True)
-    first, last = _sandbox.UID_BASE, _sandbox.UID_BASE + _sandbox.SLOTS
-    return [
-        line
-        for line in listed.stdout.splitlines()
-        if len(line.split()) > 2
-        and line.split()[2].isdigit()
-        and first <= int(line.split()[2]) < last
-    ]
+    assert segments_of_sandbox_users() == before
 
 
 @pytest.mark.skipif(cgroup.unavailable() is not None, reason=f"{cgroup.unavailable()}")

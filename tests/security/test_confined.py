@@ -1,0 +1,132 @@
+"""Confined by Landlock (issue 43): where the seal's namespaces are refused, as in the
+Action's own container, each command of a submission may open only what its view would
+show, and what it leaves outside its trees (System V objects, files in ``/dev/shm``) is
+removed after it. The attacks of the seal's tests, on the host with
+``REPOGYM_SEAL=landlock`` (tests/action/test_confined.py runs them in the Action's
+container, where Landlock is what there is); the docstrings quote what each gave with
+neither (a sandbox uid and the old clean-up, ``REPOGYM_SEAL=off``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from repogym.sandbox import landlock
+from tests.security._harness import Case
+from tests.security._sealing import (
+    ADDED_TASK,
+    REMEMBERS,
+    batch_with_a_planter,
+    key,
+    remove_segment,
+    segment,
+)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own is root's to give"),
+    pytest.mark.skipif(landlock.unavailable() is not None, reason=f"{landlock.unavailable()}"),
+]
+
+
+@pytest.fixture(autouse=True)
+def confined(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REPOGYM_SEAL", "landlock")
+
+
+@pytest.mark.parametrize("channel", sorted(REMEMBERS))
+def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
+    """A target that passes only when an earlier run left it a mark: the segment and the
+    file in /dev/shm are removed after each command, /var/tmp is not the command's to
+    write. Neither: ``sysv-shm`` PASS 1.000."""
+    case.base(task=ADDED_TASK)
+    test = REMEMBERS[channel].replace("{key}", str(key(case)))
+    case.submit({"tests/test_remembered.py": test})
+    graded = case.grade()
+    try:
+        graded.check("FAIL")
+        assert "test_remembered" in graded.output
+        assert "confined by Landlock" in graded.stderr
+        assert not segment(key(case)), "the segment outlived the grade"
+    finally:
+        remove_segment(key(case))
+        shutil.rmtree(f"/var/tmp/{case.marker}", ignore_errors=True)
+
+
+OUTSIDE = """\
+from pathlib import Path
+
+
+def test_reads_elsewhere():
+    assert "ANSWER" in Path({secret!r}).read_text()
+
+
+def test_lists_the_temporary_directory():
+    assert list(Path("/tmp").iterdir())
+"""
+
+
+def test_nothing_outside_the_copy_can_be_opened(case: Case, readable_secret: Path) -> None:
+    """Targets that pass when they read a file outside the copy that others may read, or
+    list ``/tmp`` (where the other grades' trees are). Neither: PASS 1.000."""
+    case.base(task=ADDED_TASK)
+    case.submit({"tests/test_elsewhere.py": OUTSIDE.format(secret=str(readable_secret))})
+    graded = case.grade()
+    graded.check("FAIL")
+    assert graded.output.count("PermissionError") >= 2, graded.output
+
+
+def test_landlock_is_what_closes_it(
+    case: Case, readable_secret: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: with a uid of its own but no Landlock, the same tests read the file
+    and list /tmp (they pass at the head and at the base alike)."""
+    monkeypatch.setenv("REPOGYM_SEAL", "off")
+    case.base(task=ADDED_TASK)
+    case.submit({"tests/test_elsewhere.py": OUTSIDE.format(secret=str(readable_secret))})
+    graded = case.grade()
+    assert "new tests at the head: 2 (2 passing)" in graded.output, graded.output
+    assert "PermissionError" not in graded.output
+    assert "run unsealed (REPOGYM_SEAL=off)" in graded.stderr
+
+
+def test_one_batch_job_does_not_reach_another(tmp_path: Path) -> None:
+    """``repogym batch --jobs 2``: job A plants a runner configuration and a plugin in
+    ``/tmp`` and ``/dev/shm`` while job B, a broken change, runs its tests. Confined, A
+    may not write ``/tmp``, and B's copy is not in ``/dev/shm``, where B's pytest would
+    look for one (the copies go there only under the seal)."""
+    batch_with_a_planter(tmp_path)
+
+
+def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
+    """RepoEnv through ``gymnasium.make``: an episode's command leaves a System V memory
+    segment and a file in ``/dev/shm``; after ``reset()`` the next episode's command
+    looks for them. Both are the clean-up's (it runs after every command, confined or
+    not); before it removed System V objects the segment was there, and stayed after
+    the environment closed."""
+    import gymnasium
+
+    import repogym.gym  # noqa: F401  (registers the environment)
+    from repogym._demo import build_example_repo
+
+    repo = build_example_repo("bugfix", tmp_path / "bugfix")
+    key = 0x5EA1 + os.getpid() % 1000
+    shm = f"import ctypes; print(ctypes.CDLL(None).shmget({key}, 4096, {{}}) != -1)"
+    leave = f"python -c '{shm.format('0o1666')}' && echo kept > /dev/shm/kept-{key}"
+    look = f"python -c '{shm.format(0)}'; test -e /dev/shm/kept-{key} && echo file"
+    env = gymnasium.make("repogym/RepoEnv-v0", repo=repo, base="main")
+    try:
+        env.reset()
+        observation, *_ = env.step({"kind": "run", "command": leave})
+        assert observation["output"].split() == ["True"], observation
+        env.reset()
+        observation, *_ = env.step({"kind": "run", "command": look})
+        assert observation["output"].split() == ["False"], observation
+    finally:
+        env.close()
+        remove_segment(key)
+        Path(f"/dev/shm/kept-{key}").unlink(missing_ok=True)
+    assert not segment(key)
