@@ -13,7 +13,6 @@ import atexit
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -26,6 +25,7 @@ from repogym.sandbox.cgroup import Caps
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
+from repogym.tree import scratch
 from repogym.tree.changes import FileChange, changes
 from repogym.tree.snapshot import Snapshot, inside
 from repogym.tree.store import Entry, Store, checkout, tree_entries
@@ -356,7 +356,7 @@ def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = Non
     Checked out through a private store (repogym.tree.store): no config, filter or
     attribute of the repository's converts a byte.
     """
-    holder = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+    holder = scratch.holder(prefix, where)
     atexit.register(shutil.rmtree, holder, True)
     store = Store(repo)
     try:

@@ -17,7 +17,6 @@ not apply, a crash) with ``id`` and ``timings``. It never raises for a job's own
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from repogym.errors import UsageError
 from repogym.grading import grade
 from repogym.report import report_dict
 from repogym.tree import git as _git
+from repogym.tree import scratch
 
 Submission = Literal["patch", "ref", "tree"]
 SUBMISSIONS: tuple[Submission, ...] = ("patch", "ref", "tree")
@@ -85,7 +85,7 @@ def grade_job(job: Job) -> dict[str, Any]:
         spec = job.spec
         assert spec is not None
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="repogym-job-") as holder:
+        with scratch.held("repogym-job-") as holder:
             tree, base = _prepare(job, spec, Path(holder) / "repo")
             timings["prepare"] = round(time.monotonic() - started, 3)
             task = job.path(spec.task) if spec.task else None

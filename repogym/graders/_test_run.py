@@ -11,7 +11,6 @@ the base's runs tell a flaky test.
 from __future__ import annotations
 
 import shlex
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from repogym.junit.testids import TestResult, collect
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
 from repogym.task import TestsConfig
+from repogym.tree import scratch
 from repogym.tree.links import place
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace
@@ -67,7 +67,7 @@ def run_tests(
     """Run the tests ``times`` times in one fresh copy of ``sides`` (one ``setup``)."""
     hidden_root, hidden_files = hidden
     copies = copies_dir(workspace.snapshot().size)
-    with tempfile.TemporaryDirectory(prefix="repogym-tests-", dir=copies) as holder:
+    with scratch.held("repogym-tests-", copies) as holder:
         Path(holder).chmod(0o711)  # the sandbox user goes through to its copy
         tree = Path(holder) / "tree"
         # With network for `setup` only, the hidden tests go in after it (issue 20).

@@ -35,7 +35,6 @@ import json
 import math
 import random
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,6 +50,7 @@ from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
+from repogym.tree import scratch as _scratch
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, export_tree
 
@@ -76,7 +76,7 @@ class PerfGrader(BuiltinGrader):
         timings = Runs()
         try:
             copies = copies_dir(workspace.snapshot().size)
-            with tempfile.TemporaryDirectory(prefix="repogym-perf-", dir=copies) as scratch:
+            with _scratch.held("repogym-perf-", copies) as scratch:
                 Path(scratch).chmod(0o711)  # the sandbox user goes through to its copy
                 candidate = workspace.copy(Path(scratch) / "candidate")
                 trees: dict[Side, Path] = {

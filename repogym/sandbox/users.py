@@ -50,6 +50,7 @@ from repogym.errors import SandboxError
 from repogym.sandbox import landlock as _landlock
 from repogym.sandbox import leftovers as _leftovers
 from repogym.sandbox import reaper as _reaper
+from repogym.tree import scratch as _scratch
 
 NAME = "repogym"
 UID_BASE = 59800
@@ -124,7 +125,7 @@ def session(sandbox: bool, writable: Sequence[Path] = ()) -> Iterator[Session]:
     if not _enabled(sandbox):
         yield Session(uid=None, gid=None)
         return
-    with tempfile.TemporaryDirectory(prefix="repogym-run-") as scratch:
+    with _scratch.held("repogym-run-") as scratch:
         # No bytecode cache of ours: commands run in fresh copies, which hold no stale
         # .pyc, and the standard library's compiled files are read where they are.
         places = {name: Path(scratch, name) for name in ("home", "tmp")}

@@ -14,7 +14,6 @@ import hashlib
 import itertools
 import os
 import shutil
-import tempfile
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +24,7 @@ from repogym.errors import WorkspaceError
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.tree import git as _git
+from repogym.tree import scratch as _scratch
 from repogym.tree.links import place
 
 GITLINK = "160000"
@@ -50,7 +50,7 @@ class Store:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         # Its loose objects are files: in memory when there is room (see copies_dir).
-        self.holder = Path(tempfile.mkdtemp(prefix="repogym-snapshot-", dir=copies_dir(0)))
+        self.holder = _scratch.holder("repogym-snapshot-", copies_dir(0))
         self.git_dir = self.holder / "git"
         objects = (
             self.repo / _git.git(["rev-parse", "--git-path", "objects"], repo).decode().strip()

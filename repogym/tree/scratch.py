@@ -1,0 +1,100 @@
+"""The directories a grader makes for a grade, and what a killed grader left of them.
+
+A grader removes what it makes when the grade ends (or at exit), but one killed by a
+signal it cannot catch (SIGKILL, the kernel's OOM killer, a batch worker its pool ended)
+cannot: copies of a submission, its snapshot store, a base's tree, tens of MB each, many
+in ``/dev/shm``, which is memory. So each is named after the process that made it,
+``repogym-tests-p4026531836x1234-k2j4h1``: ``p`` the inode of its pid namespace, ``x`` its
+pid. The first directory a process makes in a place removes there the directories of
+makers gone from the machine: same pid namespace (a grader in a container sharing the
+place has pids of its own), same owner, pid no longer alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TAGGED", "held", "holder", "sweep"]
+
+TAGGED = re.compile(r"^repogym-[a-z-]+-p(\d+)x(\d+)-[^/]+$")
+RAM = "/dev/shm"
+
+
+def _namespace() -> int:
+    try:
+        return Path("/proc/self/ns/pid").stat().st_ino
+    except OSError:
+        return 0
+
+
+def _prefix(prefix: str) -> str:
+    return f"{prefix}p{_namespace()}x{os.getpid()}-"
+
+
+def holder(prefix: str, where: str | None = None) -> Path:
+    """A new private directory ``<prefix>p<ns>x<pid>-<random>`` in ``where`` (default:
+    the temporary directory); the caller removes it."""
+    sweep(where)
+    return Path(tempfile.mkdtemp(prefix=_prefix(prefix), dir=where))
+
+
+@contextlib.contextmanager
+def held(prefix: str, where: str | None = None) -> Iterator[Path]:
+    """:func:`holder`, removed when the block ends (as ``TemporaryDirectory`` removes
+    it: bits a locked tree lacks restored first)."""
+    sweep(where)
+    with tempfile.TemporaryDirectory(prefix=_prefix(prefix), dir=where) as made:
+        yield Path(made)
+
+
+def sweep(where: str | None = None) -> None:
+    """Remove, once a process, the directories of makers gone in ``where`` (default:
+    the temporary directory) and in ``/dev/shm``."""
+    for place in {os.path.realpath(where or tempfile.gettempdir()), RAM}:
+        _sweep(place, os.getpid())
+
+
+@functools.cache
+def _sweep(place: str, pid: int) -> None:  # the pid: a forked child sweeps again
+    namespace, owner = _namespace(), os.geteuid()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(place):
+            found = TAGGED.match(entry.name)
+            if found is None or int(found[1]) != namespace or _alive(int(found[2])):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode) and info.st_uid == owner:
+                    _remove(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove(path: str) -> None:
+    def writable(function: Callable[..., Any], failed: str, _: Any) -> None:
+        # Not root: a locked tree's directories have no write bit; give it back, again.
+        path = Path(failed)
+        with contextlib.suppress(OSError):
+            path.parent.chmod(0o700)
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o700)
+            function(failed)
+
+    shutil.rmtree(path, onerror=writable)

@@ -1,0 +1,107 @@
+"""What a killed grader leaves (repogym.tree.scratch): its copies, its snapshot store and
+its base's tree are named after it, and the next grader on the machine removes them; the
+directories of a grader still running, of another pid namespace or of another user are
+left alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from repogym._demo import build_example_repo
+from repogym.tree import scratch
+from tests.batching import git
+from tests.waiting import BACKSTOP
+
+NAMESPACE = Path("/proc/self/ns/pid").stat().st_ino
+
+
+def _gone_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid  # names nobody now
+
+
+def _tagged(pid: int, namespace: int = NAMESPACE) -> list[Path]:
+    """What the grader ``pid`` made and left, in the two places."""
+    found: list[Path] = []
+    for place in (tempfile.gettempdir(), scratch.RAM):
+        found += Path(place).glob(f"repogym-*-p{namespace}x{pid}-*")
+    return found
+
+
+def test_the_first_directory_of_a_process_removes_what_gone_makers_left() -> None:
+    gone, here = _gone_pid(), os.getpid()
+    made = {
+        "gone": [
+            Path(place, f"repogym-tests-p{NAMESPACE}x{gone}-left")
+            for place in ("/tmp", scratch.RAM)
+        ],
+        "running": [Path(tempfile.gettempdir(), f"repogym-tests-p{NAMESPACE}x{here}-mine")],
+        "elsewhere": [Path(tempfile.gettempdir(), f"repogym-tests-p{NAMESPACE + 1}x{gone}-theirs")],
+    }
+    for paths in made.values():
+        for path in paths:
+            (path / "tree").mkdir(parents=True)
+            (path / "tree" / "file").write_text("x")
+    try:
+        maker = (
+            "import shutil; from repogym.tree import scratch; "
+            "shutil.rmtree(scratch.holder('repogym-probe-'))"
+        )
+        subprocess.run([sys.executable, "-c", maker], check=True, timeout=BACKSTOP)
+        assert [p for p in made["gone"] if p.exists()] == []
+        assert all(p.is_dir() for p in made["running"] + made["elsewhere"])
+    finally:
+        for paths in made.values():
+            for path in paths:
+                subprocess.run(["rm", "-rf", str(path)], check=False)
+
+
+def test_a_grader_killed_mid_grade_leaves_nothing_after_the_next(tmp_path: Path) -> None:
+    repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    fifo = tmp_path / "running"
+    os.mkfifo(fifo)
+    git(repo, "checkout", "--quiet", "main")
+    test = repo / "tests/test_slugify.py"
+    test.write_text(test.read_text() + f"\n\ndef test_waits():\n    open({str(fifo)!r}).read()\n")
+    git(repo, "commit", "--quiet", "-am", "a test that waits")
+    git(repo, "checkout", "--quiet", "submission")
+    git(repo, "rebase", "--quiet", "main")
+    command = [sys.executable, "-m", "repogym", "grade", "--base", "main"]
+    grader = subprocess.Popen(
+        command, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # its test runs: its copies are made
+        left = _tagged(grader.pid)
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+        os.close(held)  # the orphaned test ends
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+    assert left, "the grader made nothing named after it"
+    assert all(p.exists() for p in left)
+    after = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "repogym",
+            "grade",
+            "--base",
+            "main",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        cwd=build_example_repo("bugfix", tmp_path / "other", solution=True),
+        capture_output=True,
+        text=True,
+        timeout=BACKSTOP,
+    )
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert [p for p in left if p.exists()] == []
