@@ -10,7 +10,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from repogym._demo import build_example_repo
 from repogym.tree import scratch
@@ -105,3 +108,38 @@ def test_a_grader_killed_mid_grade_leaves_nothing_after_the_next(tmp_path: Path)
     )
     assert after.returncode == 0, after.stdout + after.stderr
     assert [p for p in left if p.exists()] == []
+
+
+@pytest.fixture
+def holder() -> Iterator[Path]:
+    """A directory others may go through (pytest's are root's alone)."""
+    made = Path(tempfile.mkdtemp(prefix="repogym-scratch-test-"))
+    made.chmod(0o711)
+    yield made
+    subprocess.run(["rm", "-rf", str(made)], check=False)
+
+
+def test_a_locked_leftover_is_removed_and_its_place_keeps_its_mode(holder: Path) -> None:
+    """Not root, a leftover's locked directories are opened to remove them, and only
+    they: never the place it is in (a world-writable temporary directory must stay so).
+    Run as an unprivileged uid, as a grader that is not root is."""
+    uid = 59_799  # below the sandbox's slots: nobody's
+    place = holder / "place"
+    place.mkdir()
+    place.chmod(0o1777)
+    gone = _gone_pid()
+    leftover = place / f"repogym-tests-p{NAMESPACE}x{gone}-left"
+    for locked in (leftover / "tree" / "src", leftover / "unlistable"):
+        locked.mkdir(parents=True)
+        (locked / "file.py").write_text("x")
+    for path in [leftover, *leftover.rglob("*")]:
+        os.chown(path, uid, uid)
+    (leftover / "tree" / "src").chmod(0o555)
+    (leftover / "unlistable").chmod(0o000)
+    leftover.chmod(0o000)
+    sweeper = f"from repogym.tree import scratch; scratch.sweep({str(place)!r})"
+    subprocess.run(
+        [sys.executable, "-c", sweeper], user=uid, group=uid, check=True, timeout=BACKSTOP
+    )
+    assert oct(place.stat().st_mode & 0o7777) == oct(0o1777)
+    assert not leftover.exists()

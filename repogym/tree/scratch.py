@@ -87,14 +87,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _remove(path: str) -> None:
-    def writable(function: Callable[..., Any], failed: str, _: Any) -> None:
-        # Not root: a locked tree's directories have no write bit; give it back, again.
-        path = Path(failed)
-        with contextlib.suppress(OSError):
-            path.parent.chmod(0o700)
-            if path.is_dir() and not path.is_symlink():
-                path.chmod(0o700)
-            function(failed)
+def _remove(path: str, top: Path | None = None, tried: set[str] | None = None) -> None:
+    """Remove the tree at ``path``. Not root, a locked tree's directories have no write
+    (or read) bit: each that fails is opened, inside ``top`` only (never the place the
+    tree is in), and tried once more."""
+    top = top or Path(path)
+    tried = set() if tried is None else tried
 
-    shutil.rmtree(path, onerror=writable)
+    def again(_: Callable[..., Any], failed: str, error: Any) -> None:
+        # FileNotFoundError: another process sweeping the same place was first.
+        if isinstance(error[1], FileNotFoundError) or failed in tried:
+            return
+        tried.add(failed)
+        with contextlib.suppress(OSError):
+            for directory in (Path(failed).parent, Path(failed)):
+                inside = directory == top or top in directory.parents
+                if inside and directory.is_dir() and not directory.is_symlink():
+                    directory.chmod(0o700)
+            if Path(failed).is_dir() and not Path(failed).is_symlink():
+                _remove(failed, top, tried)
+            else:
+                Path(failed).unlink()
+
+    shutil.rmtree(path, onerror=again)
