@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from repogym.batch.sources import has_perf
+from repogym.batch.sources import checked_repo, has_perf
 from repogym.errors import RepogymError, UsageError
 from repogym.report import error_report, user_error_report
 from repogym.sandbox.process import internal_error_line
@@ -56,6 +56,11 @@ class RepoSpec(BaseModel):
     task: str | None = None
     hidden: str | None = None
     id: str | None = Field(default=None, min_length=1)
+
+    @field_validator("repo")
+    @classmethod
+    def _a_path_or_a_url(cls, value: str) -> str:
+        return checked_repo(value)  # never an option of git's (issue 44)
 
 
 SpecT = TypeVar("SpecT", bound=RepoSpec)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,6 +31,32 @@ from repogym.tree import git as _git
 _STALL = ["-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=60"]
 _SSH = "ssh -o BatchMode=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4"
 _URL_HEAD = "refs/repogym/HEAD"  # where a URL's HEAD is fetched to
+# The transports a line's repository may name: git's own (a remote helper such as
+# ``ext::`` runs a command); GIT_ALLOW_PROTOCOL holds git to them too.
+SCHEMES = ("https", "http", "ssh", "git", "file")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def checked_repo(repo: str) -> str:
+    """``repo`` when it is a path or a git URL of :data:`SCHEMES` (or ``host:path``, as
+    scp writes it); else a ValueError that says what to write instead. A value is never
+    an option of git's, nor a remote helper's command."""
+    if repo.startswith("-"):
+        raise ValueError(
+            f"{repo!r} starts with '-', which git would read as an option: a path that "
+            f"starts so is written ./{repo}"
+        )
+    if "\0" in repo or "\n" in repo:
+        raise ValueError("a repository holds no NUL or line break")
+    scheme = _SCHEME.match(repo)
+    if scheme is not None and scheme[1].lower() not in SCHEMES:
+        raise ValueError(f"{scheme[1]}:// is not a git URL repogym fetches ({', '.join(SCHEMES)})")
+    if scheme is None and "::" in repo.split("/", 1)[0]:
+        raise ValueError(
+            f"{repo!r} names a remote helper ({repo.split('::', 1)[0]}::), which runs a "
+            f"command; give a path or a URL ({', '.join(SCHEMES)})"
+        )
+    return repo
 
 
 def local_source(repo: str, root: str) -> Path | None:
@@ -58,11 +85,17 @@ def _fetch(url: str, names: tuple[str, ...], dest: Path, *, local: bool) -> None
     if not local:
         refs += [f"+{name}:{name}" for name in names if name.startswith("refs/")]
         refs += [f"+HEAD:{_URL_HEAD}"] if "HEAD" in names else []
-    env = {"GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", _SSH)}
+    env = {
+        "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", _SSH),
+        "GIT_ALLOW_PROTOCOL": ":".join(SCHEMES),
+    }
     if "SSH_AUTH_SOCK" in os.environ:
         env["SSH_AUTH_SOCK"] = os.environ["SSH_AUTH_SOCK"]
     done = _git.run(
-        [*_STALL, "fetch", "--quiet", "--no-tags", url, *refs], dest, env=env, stdin=b""
+        [*_STALL, "fetch", "--quiet", "--no-tags", "--end-of-options", checked_repo(url), *refs],
+        dest,
+        env=env,
+        stdin=b"",
     )
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
