@@ -2,9 +2,14 @@
 
 - ``dockerfile:`` is read at the rubric commit (the base's tip, where the task was read),
   never from the submission, and built with that commit's tree as context (its
-  ``.dockerignore`` applied). The image is labelled with the digest of what the build
-  reads (the Dockerfile's path and the context's paths, modes and blob ids, from git), so
-  a later grade finds it and reuses it while that is unchanged.
+  ``.dockerignore`` applied). The image is tagged ``repogym-env:<digest>``, the digest of
+  what the build reads (the Dockerfile's path and the context's paths, modes and blob
+  ids, from git), so a later grade finds it by that tag and reuses it while that is
+  unchanged. Never by a label: a Dockerfile sets any label it likes, on every stage the
+  classic builder keeps, and another task's could so pass for this one's (issue 44).
+- An image that cannot be pulled, or a build that fails, because the engine could not
+  reach the network (a registry's host not found, a connection refused or timed out) is
+  an :class:`~repogym.errors.OutageError`: exit 3, not the task's to fix.
 - ``image:`` is used as it is when the engine has it (an image built there), else pulled
   once; a name without a digest is allowed with a warning naming what it resolved to.
 
@@ -26,7 +31,7 @@ from typing import Any, Literal
 from repogym.container.engine import connect, docker_module
 from repogym.container.episode import EpisodeRunner
 from repogym.container.runner import ContainerRunner
-from repogym.errors import LOG_LINE, EngineError
+from repogym.errors import LOG_LINE, EngineError, OutageError
 from repogym.task import Task
 from repogym.task._environment import EnvironmentConfig, Limits
 from repogym.tree import git as _git
@@ -148,8 +153,14 @@ def _image(client: Any, task: Task, name: str) -> tuple[Any, How]:
     try:
         return client.images.pull(repository, tag=tag), "pulled"
     except docker.errors.APIError as error:
+        said, unreached = _said(error), _unreached(str(error))
+        if unreached is not None:
+            raise OutageError(
+                f"{task.source}: `environment.image` {name!r} cannot be pulled: {said}; "
+                + _OUTAGE.format(unreached)
+            ) from None
         raise EngineError(
-            f"{task.source}: `environment.image` {name!r} cannot be pulled: {_said(error)}; "
+            f"{task.source}: `environment.image` {name!r} cannot be pulled: {said}; "
             "check the name and that the engine can reach its registry, or build it there"
         ) from None
 
@@ -181,9 +192,13 @@ def _build(client: Any, task: Task, dockerfile: str, repo: Path, rubric: str) ->
     the same inputs."""
     entries = _context(task, dockerfile, repo, rubric)
     digest = _digest(dockerfile, entries)
-    found = client.images.list(filters={"label": f"{IMAGE_LABEL}={digest}"})
-    if found:
-        return found[0].id, "reused"
+    tag = f"repogym-env:{digest}"
+    try:
+        found = client.images.get(tag)
+    except docker_module().errors.ImageNotFound:
+        found = None
+    if found is not None and (found.labels or {}).get(IMAGE_LABEL) == digest:
+        return found.id, "reused"
     context = _archive(repo, entries)
     log: list[str] = []
     image_id = None
@@ -192,7 +207,7 @@ def _build(client: Any, task: Task, dockerfile: str, repo: Path, rubric: str) ->
             fileobj=context,
             custom_context=True,
             dockerfile=dockerfile,
-            tag=f"repogym-env:{digest[:16]}",
+            tag=tag,
             labels={IMAGE_LABEL: digest, "repogym": "1"},
             rm=True,
             forcerm=True,
@@ -207,11 +222,11 @@ def _build(client: Any, task: Task, dockerfile: str, repo: Path, rubric: str) ->
             if isinstance(aux, dict) and "ID" in aux:
                 image_id = aux["ID"]
     except _BuildFailed as failed:
-        raise EngineError(*_build_error(task, dockerfile, rubric, str(failed), log)) from None
+        raise _build_error(task, dockerfile, rubric, str(failed), log) from None
     except docker_module().errors.APIError as error:
-        raise EngineError(*_build_error(task, dockerfile, rubric, _said(error), log)) from None
+        raise _build_error(task, dockerfile, rubric, _said(error), log) from None
     if image_id is None:
-        image_id = client.images.get(f"repogym-env:{digest[:16]}").id
+        image_id = client.images.get(tag).id
     return image_id, "built"
 
 
@@ -219,14 +234,43 @@ class _BuildFailed(Exception):
     pass
 
 
-def _build_error(task: Task, dockerfile: str, rubric: str, why: str, log: list[str]) -> list[str]:
-    lines = [
-        f"{task.source}: `environment.dockerfile` {dockerfile} (at {rubric[:12]}) does not "
-        f"build: {why.splitlines()[0] if why else 'the build failed'}; fix it on the base branch"
-        + (" (the build log's last lines follow)" if log else "")
-    ]
-    lines += [f"{LOG_LINE}{line}" for line in [x for x in log if x.strip()][-BUILD_LOG_LINES:]]
-    return lines
+def _build_error(task: Task, dockerfile: str, rubric: str, why: str, log: list[str]) -> EngineError:
+    said = why.splitlines()[0] if why else "the build failed"
+    tail = [x for x in log if x.strip()][-BUILD_LOG_LINES:]
+    where = f"{task.source}: `environment.dockerfile` {dockerfile} (at {rubric[:12]})"
+    unreached = _unreached("\n".join([why, *tail]))
+    if unreached is not None:
+        first = f"{where} could not be built: {said}; {_OUTAGE.format(unreached)}"
+    else:
+        first = f"{where} does not build: {said}; fix it on the base branch"
+    lines = [first + (" (the build log's last lines follow)" if log else "")]
+    lines += [f"{LOG_LINE}{line}" for line in tail]
+    return (EngineError if unreached is None else OutageError)(*lines)
+
+
+# What the engine, or a program a build runs, says when the network is not there.
+_UNREACHED = (
+    "no such host",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "Name or service not known",
+    "i/o timeout",
+    "connection refused",
+    "Connection refused",
+    "network is unreachable",
+    "Network is unreachable",
+    "TLS handshake timeout",
+    "Client.Timeout exceeded",
+)
+_OUTAGE = (
+    "the engine could not reach the network ({}): not the task's to fix, grade again once "
+    "it can (a registry's name that does not exist is said so too: check it)"
+)
+
+
+def _unreached(text: str) -> str | None:
+    """What in ``text`` says the network could not be reached, if anything does."""
+    return next((marker for marker in _UNREACHED if marker in text), None)
 
 
 @dataclass(frozen=True, slots=True)

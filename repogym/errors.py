@@ -29,6 +29,8 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     ├── EngineError                 the task's environment cannot be had: no Docker
     │                               engine, no right to its socket, an image that cannot
     │                               be pulled or built
+    │   └── OutageError             ... because the engine could not reach the network
+    │                               (a registry, DNS): not the user's to fix (exit 3)
     ├── CommandNotFound             a command's program is not on the PATH where it
     │                               runs: the machine's or the environment's to fix, not
     │                               the submission's (repogym.sandbox.notfound)
@@ -60,6 +62,7 @@ __all__ = [
     "EpisodeLost",
     "ExitCode",
     "JUnitError",
+    "OutageError",
     "RepogymError",
     "SandboxError",
     "TaskError",
@@ -142,6 +145,14 @@ class EngineError(RepogymError):
     """The task's ``environment`` cannot be had: the Docker SDK is not installed, no
     engine answers, its socket is closed to this user, the image cannot be pulled, the
     Dockerfile does not build. Raised before any grading starts."""
+
+
+class OutageError(EngineError):
+    """The environment's image could not be pulled or built because the engine could not
+    reach the network (a registry's host not found, a connection refused or timed out):
+    a re-run may get past it, and the task is not at fault (issue 44)."""
+
+    users_to_fix = False
 
 
 class ExitCode(IntEnum):

@@ -84,7 +84,12 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
             with out.group("repogym: the build log's last lines"):
                 out.untrusted(tail)
         message = report["error"]["message"]
-        return Graded(report=report, seconds=time.monotonic() - started, error=message)
+        return Graded(
+            report=report,
+            seconds=time.monotonic() - started,
+            error=message,
+            internal=not error.users_to_fix,  # an outage (GitHub's, a registry's): exit 3
+        )
     except Exception as error:  # repogym's fault: the report says so, the log has the traceback
         message = out.internal_error(error, "internal error", group="repogym: traceback")
         report = error_report("internal", message, **known)

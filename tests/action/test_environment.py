@@ -68,11 +68,13 @@ def errors(step: Step) -> list[str]:
     return [line for line in step.log.splitlines() if line.startswith("::error::")]
 
 
-def assert_not_graded(job: Job, step: Step, number: int, *words: str) -> dict[str, object]:
-    """Exit 2 before any grading, one ``::error::`` line with ``words``, and the check run
-    completed ``failure`` with that line; the comment says there is no grade. The check
-    run's output."""
-    assert step.exit_code == 2, step.log
+def assert_not_graded(
+    job: Job, step: Step, number: int, *words: str, code: int = 2
+) -> dict[str, object]:
+    """Exit ``code`` before any grading, one ``::error::`` line with ``words``, and the
+    check run completed ``failure`` with that line; the comment says there is no grade.
+    The check run's output."""
+    assert step.exit_code == code, step.log
     [line] = errors(step)
     assert all(word in line for word in words), line
     assert "::group::repogym: tests" not in step.log and "Traceback" not in step.log
@@ -158,7 +160,8 @@ def test_a_dockerfile_that_does_not_build(any_job: Job, image: str) -> None:
 
 def test_an_image_that_cannot_be_pulled_fails_fast(any_job: Job) -> None:
     """This machine reaches no registry: the pull fails at once (the engine's lookup of
-    the registry fails), and the run says so rather than waiting on it."""
+    the registry fails), and the run says so rather than waiting on it. The network's
+    failure is not the task's: exit 3 (issue 44; before, exit 2 and "check the name")."""
     job = any_job
     base, solution = task_with({"image": "repogym-no-such-image:1"})
     pull = job.open_pull(12, base=base, head=solution)
@@ -166,7 +169,12 @@ def test_an_image_that_cannot_be_pulled_fails_fast(any_job: Job) -> None:
     step = job.run("pull_request", job.event("pull_request.opened", pull), pull)
     seconds = time.monotonic() - started
     assert_not_graded(
-        job, step, 12, "`environment.image` 'repogym-no-such-image:1' cannot be pulled"
+        job,
+        step,
+        12,
+        "`environment.image` 'repogym-no-such-image:1' cannot be pulled",
+        "the engine could not reach the network (no such host): not the task's to fix",
+        code=3,
     )
     assert seconds < 120, f"{seconds:.0f} s to fail a pull"
 

@@ -150,6 +150,54 @@ def test_a_dockerfile_is_built_at_the_base_then_reused(tmp_path: Path, image: st
     assert built.labels["marker"] == marker
 
 
+def test_an_image_labelled_as_the_tasks_is_not_taken_for_it(tmp_path: Path, image: str) -> None:
+    """Issue 44: the image another Dockerfile labels with this task's digest (any build may
+    set any label, and the classic builder keeps each stage with them) is never reused
+    for it: reuse is by the tag repogym gives the build it made. Before, the label alone
+    decided, and the impostor's image ran the task."""
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    git(repo, "checkout", "--quiet", "main")
+    (repo / ".repogym").mkdir()
+    (repo / ".repogym" / "Dockerfile").write_text(
+        f"FROM {image}\nLABEL victim={os.urandom(6).hex()}\n"
+    )
+    with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    code, first, said = _grade(repo)
+    assert code == 0, said
+    client = docker.from_env()
+    digest = client.images.get(first["environment"]["id"]).labels["repogym.environment"]
+    context = tmp_path / "impostor"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {image}\nLABEL repogym.environment={digest}\nRUN touch /impostor\n"
+    )
+    impostor, _ = client.images.build(path=str(context), rm=True, labels={"repogym-test": "1"})
+    client.images.remove(first["environment"]["id"], force=True)
+    try:
+        code, second, said = _grade(repo)
+        assert code == 0, said
+        assert second["environment"]["how"] == "built"
+        assert second["environment"]["id"] != impostor.id
+    finally:
+        client.images.remove(impostor.id, force=True)
+
+
+def test_a_registry_out_of_reach_is_not_the_tasks_error(tmp_path: Path, image: str) -> None:
+    """Issue 44: a Dockerfile whose base image's registry cannot be reached (this machine
+    reaches none) is exit 3, saying the network could not be reached; before, exit 2 and
+    "fix it on the base branch"."""
+    repo = build_example_repo("bugfix", tmp_path / "repo")
+    git(repo, "checkout", "--quiet", "main")
+    (repo / ".repogym").mkdir()
+    (repo / ".repogym" / "Dockerfile").write_text("FROM repogym-no-such-image:1\n")
+    with_environment(repo, "environment:\n  dockerfile: .repogym/Dockerfile\n")
+    code, report, said = _grade(repo)
+    assert code == 3, said
+    assert "could not be built" in said and "the engine could not reach the network" in said
+    assert "fix it on the base branch" not in said and "Traceback" not in said
+    assert report["error"]["kind"] == "environment"
+
+
 @pytest.mark.parametrize(
     ("dockerfile", "expected"),
     [
