@@ -8,6 +8,11 @@
   nothing) they would outlive the command and be there for the next one: a test that
   passes its first run and fails its second, a benchmark that remembers its answer. A
   segment still attached goes once its last process, killed by then, lets go of it.
+- **Kernel keys** (issue 43, found by the red team): the uid's user keyring, its user
+  session keyring and its persistent keyring live as long as the kernel, in no namespace
+  and under no path, so a key added by one command was there for the next, sealed or
+  not. Each command starts in a session keyring of its own (:func:`own_session_keyring`,
+  which ends with it), and the clean-up clears the uid's three keyrings, as the uid.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import ctypes
 import functools
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
-__all__ = ["WORLD_WRITABLE", "ipc_owned_by", "sweep"]
+__all__ = ["WORLD_WRITABLE", "ipc_owned_by", "own_session_keyring", "sweep"]
 
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
@@ -28,9 +34,35 @@ _IPC_RMID = 0
 _KINDS = (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid"))
 
 
+# keyctl(2)'s number where the machine is one repogym knows (none other has keyrings here).
+_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+_JOIN_SESSION_KEYRING, _CLEAR, _GET_PERSISTENT = 1, 7, 22
+_USER_KEYRING, _USER_SESSION_KEYRING = -4, -5
+
+
 @functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
+
+
+def own_session_keyring() -> None:
+    """In the child before exec: a new, empty session keyring that only the command's
+    processes hold and that ends with them, instead of the grader's (which every command
+    would share: the Action's container runs all its processes in one)."""
+    if _KEYCTL is not None:
+        _libc().syscall(_KEYCTL, _JOIN_SESSION_KEYRING, None)
+
+
+def _clear_own_keyrings() -> None:
+    """In a child running as the uid: empty its user, user session and persistent
+    keyrings (a kernel without keys or persistent keyrings says no: fine)."""
+    assert _KEYCTL is not None
+    libc = _libc()
+    for keyring in (_USER_KEYRING, _USER_SESSION_KEYRING):
+        libc.syscall(_KEYCTL, _CLEAR, keyring)
+    persistent = libc.syscall(_KEYCTL, _GET_PERSISTENT, -1, _USER_SESSION_KEYRING)
+    if persistent > 0:
+        libc.syscall(_KEYCTL, _CLEAR, persistent)
 
 
 def ipc_owned_by(uid: int) -> list[tuple[str, int]]:
@@ -65,6 +97,26 @@ def sweep(uid: int) -> None:
                     else:
                         Path(entry.path).unlink()
     _remove_ipc(uid)
+    _clear_keys(uid)
+
+
+def _clear_keys(uid: int) -> None:
+    if _KEYCTL is None or os.geteuid() != 0:
+        return
+    _libc()  # loaded before the fork
+    subprocess.run(
+        ["/bin/true"],
+        user=uid,
+        group=uid,
+        extra_groups=[],
+        preexec_fn=_clear_own_keyrings,
+        env={},
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def _remove_ipc(uid: int) -> None:

@@ -94,6 +94,7 @@ class Session:
 
         def prepare() -> None:
             _limit()
+            _leftovers.own_session_keyring()
             if enter is not None:
                 enter()
             if confine is not None:

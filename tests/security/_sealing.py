@@ -4,7 +4,9 @@ pull request graded end to end on a real repository."""
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -31,6 +33,28 @@ def key(case: Case) -> int:
 # A test that passes the first time it runs and fails every time after: a "fix" with no
 # code in it, if anything of its first run reaches its second (the head's tests run
 # first, then the added ones against the base's code, where they must fail to count).
+# keyctl(KEYCTL_SEARCH) and add_key(2) by their numbers (x86_64, aarch64).
+_KEYCTL, _ADD_KEY = {"aarch64": (219, 217)}.get(os.uname().machine, (250, 248))
+KEYS = """\
+import ctypes
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def test_remembered():
+    seen = libc.syscall(KEYCTL, 10, {keyring}, b"user", b"{{marker}}", 0) >= 0
+    libc.syscall(ADD_KEY, b"user", b"{{marker}}", b"seen", 4, {keyring})
+    assert not seen
+""".replace("KEYCTL", str(_KEYCTL)).replace("ADD_KEY", str(_ADD_KEY))
+
+
+def join_a_session_keyring(channel: str) -> None:
+    """For ``session-keyring``: this process (and the grader it starts) in a session
+    keyring of its own, as runc starts every process of a container (the Action's)."""
+    if channel == "session-keyring":
+        ctypes.CDLL(None, use_errno=True).syscall(_KEYCTL, 1, b"repogym-grader")
+
+
 REMEMBERS = {
     "sysv-shm": """\
 import ctypes
@@ -53,6 +77,9 @@ def test_remembered():
     mark.write_text("seen")
     assert not seen
 """,
+    # Found by the red team: keys outlive every command, in no namespace and under no path.
+    "user-keyring": KEYS.format(keyring=-4),  # the uid's own: every command of the uid
+    "session-keyring": KEYS.format(keyring=-3),  # the grader's, which each command held
     "tmp-deep": """\
 import os
 from pathlib import Path

@@ -21,6 +21,7 @@ from tests.security._sealing import (
     ADDED_TASK,
     REMEMBERS,
     batch_with_a_planter,
+    join_a_session_keyring,
     key,
     remove_segment,
     segment,
@@ -43,6 +44,7 @@ def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
     file in /dev/shm are removed after each command, /var/tmp is not the command's to
     write. Neither: ``sysv-shm`` PASS 1.000."""
     case.base(task=ADDED_TASK)
+    join_a_session_keyring(channel)
     test = REMEMBERS[channel].replace("{key}", str(key(case)))
     case.submit({"tests/test_remembered.py": test})
     graded = case.grade()

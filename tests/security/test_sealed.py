@@ -24,6 +24,7 @@ from tests.security._sealing import (
     ADDED_TASK,
     REMEMBERS,
     batch_with_a_planter,
+    join_a_session_keyring,
     key,
     remove_segment,
     segment,
@@ -41,6 +42,7 @@ def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
     """A target that passes only when an earlier run left it a mark. Unsealed:
     ``sysv-shm`` PASS 1.000 (the segment outlives every clean-up)."""
     case.base(task=ADDED_TASK)
+    join_a_session_keyring(channel)
     test = REMEMBERS[channel].replace("{key}", str(key(case)))
     case.submit({"tests/test_remembered.py": test})
     graded = case.grade()
