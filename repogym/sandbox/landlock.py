@@ -8,10 +8,11 @@ there. A command confined by it reaches only:
 - the system and its toolchain (the same directories the seal shows), its ``cwd`` and
   the trees it reads: read and execute;
 - the trees it writes, its own ``HOME`` and ``TMPDIR``: everything;
-- ``/dev`` (its devices; the files' own modes still apply) and ``/dev/shm`` (POSIX
-  semaphores and shared memory live there: ``multiprocessing`` needs it; it may not list
-  it, the grader's copies are elsewhere, and what the command leaves there is removed
-  after it, :func:`repogym.sandbox.leftovers.sweep`);
+- the devices of :data:`DEVICES` (``/dev/null``, ``/dev/urandom``, the terminals; their
+  own modes still apply), not ``/dev`` as a whole, and ``/dev/shm`` (POSIX semaphores and
+  shared memory live there: ``multiprocessing`` needs it; it may not list it, the
+  grader's copies are elsewhere, and what the command leaves there is removed after it,
+  :func:`repogym.sandbox.leftovers.sweep`);
 - ``/proc`` and ``/sys``: read (another process's memory, descriptors and environment stay
   closed: Landlock refuses to trace a process outside the command's domain);
 
@@ -54,7 +55,18 @@ READ = EXECUTE | READ_FILE | READ_DIR
 # ABI 6: no signal to, no abstract UNIX socket of, a process outside the domain.
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
-DEVICES = ("/dev",)  # opened, read and written; nothing made or removed there
+# Opened, read and written (their modes still apply); nothing made, removed or listed in
+# /dev: a right given to /dev would reach /dev/shm beneath it too (rights add up).
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+)
 SHARED_MEMORY = ("/dev/shm",)  # anything but listing it
 OBSERVED = ("/proc", "/sys")  # read
 
@@ -106,7 +118,7 @@ def ruleset(read: Iterable[str], write: Iterable[str]) -> int:
         _raise("landlock_create_ruleset")
     try:
         rules = [(p, READ) for p in (*read, *OBSERVED)]
-        rules += [(p, READ | WRITE_FILE | IOCTL_DEV) for p in DEVICES]
+        rules += [(p, READ_FILE | WRITE_FILE | IOCTL_DEV) for p in DEVICES]
         rules += [(p, handled & ~READ_DIR) for p in SHARED_MEMORY]
         rules += [(p, handled) for p in write]
         for path, rights in rules:
