@@ -68,17 +68,24 @@ def test_reads_elsewhere():
 
 def test_lists_the_temporary_directory():
     assert list(Path("/tmp").iterdir())
+
+
+def test_lists_shared_memory():
+    list(Path("/dev/shm").iterdir())  # where other graders' copies may be
 """
 
 
 def test_nothing_outside_the_copy_can_be_opened(case: Case, readable_secret: Path) -> None:
     """Targets that pass when they read a file outside the copy that others may read, or
-    list ``/tmp`` (where the other grades' trees are). Neither: PASS 1.000."""
+    list ``/tmp`` or ``/dev/shm`` (where the other grades' trees are). Neither: they
+    pass (the red team listed /dev/shm through the right a rule for /dev gave)."""
     case.base(task=ADDED_TASK)
     case.submit({"tests/test_elsewhere.py": OUTSIDE.format(secret=str(readable_secret))})
     graded = case.grade()
     graded.check("FAIL")
-    assert graded.output.count("PermissionError") >= 2, graded.output
+    assert "new tests at the head: 3 (0 passing)" in graded.output, graded.output
+    for test in ("reads_elsewhere", "lists_the_temporary_directory", "lists_shared_memory"):
+        assert f"test_{test} failed: PermissionError" in graded.report_text, test
 
 
 def test_landlock_is_what_closes_it(
@@ -90,7 +97,7 @@ def test_landlock_is_what_closes_it(
     case.base(task=ADDED_TASK)
     case.submit({"tests/test_elsewhere.py": OUTSIDE.format(secret=str(readable_secret))})
     graded = case.grade()
-    assert "new tests at the head: 2 (2 passing)" in graded.output, graded.output
+    assert "new tests at the head: 3 (3 passing)" in graded.output, graded.output
     assert "PermissionError" not in graded.output
     assert "run unsealed (REPOGYM_SEAL=off)" in graded.stderr
 
