@@ -38,6 +38,7 @@ from repogym.errors import EnvError, EpisodeLost, WorkspaceError
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
 from repogym.runner import CommandResult, Runner
+from repogym.sandbox.seal import holder_mode
 from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
@@ -226,7 +227,7 @@ class RepoEnv:
             # Bytecode out of the tree: a .pyc there would be part of the submission.
             pycache = Path(holder) / "pycache"
             pycache.mkdir()
-            Path(holder).chmod(0o711)
+            Path(holder).chmod(holder_mode())
             variables = {"PYTHONPYCACHEPREFIX": str(pycache), **(env or {})}
             try:
                 return self.runner.run(
@@ -357,7 +358,7 @@ def _clone_at(repo: Path, sha: str) -> Path:
     sandbox user, whose the tree is while the agent's commands run, loses what it owns
     at the top of /tmp when a run ends."""
     holder = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()
-    holder.chmod(0o711)
+    holder.chmod(holder_mode())
     root = holder / "repo"
     try:
         if root == repo or repo in root.parents:

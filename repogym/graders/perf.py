@@ -48,6 +48,7 @@ from repogym.graders.perf_report import PerfFailure as _Failure
 from repogym.models import GradeComponent
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
+from repogym.sandbox.seal import holder_mode
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree import scratch as _scratch
@@ -77,7 +78,7 @@ class PerfGrader(BuiltinGrader):
         try:
             copies = copies_dir(workspace.snapshot().size)
             with _scratch.held("repogym-perf-", copies) as scratch:
-                Path(scratch).chmod(0o711)  # the sandbox user goes through to its copy
+                Path(scratch).chmod(holder_mode())  # the sandbox user goes through
                 candidate = workspace.copy(Path(scratch) / "candidate")
                 trees: dict[Side, Path] = {
                     "baseline": perf_baseline(workspace, runner),
@@ -122,7 +123,7 @@ def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # reads its files must not be faster on one side for where they are.
     where = copies_dir(workspace.snapshot().size)
     tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-", where=where)
-    tree.parent.chmod(0o711)
+    tree.parent.chmod(holder_mode())
     try:
         _set_up(runner, workspace, tree, "baseline")
     except (_Failure, CommandNotFound):

@@ -102,10 +102,11 @@ def _handled(version: int) -> int:
     return rights
 
 
-def ruleset(read: Iterable[str], write: Iterable[str]) -> int:
+def ruleset(read: Iterable[str], write: Iterable[str], *, opened: Iterable[str] = ()) -> int:
     """A ruleset's descriptor allowing ``read`` (read and execute) and ``write``
-    (everything) beneath each path, the devices and what :data:`OBSERVED` shows; the
-    caller gives it to :func:`restrict` in the child and then :func:`close`\\ s it."""
+    (everything) beneath each path, ``opened`` (read, execute and open for writing what
+    is there: a FIFO), the devices and what :data:`OBSERVED` shows; the caller gives it
+    to :func:`restrict` in the child and then :func:`close`\\ s it."""
     version = abi()
     handled = _handled(version)
     if version >= 6:
@@ -118,6 +119,7 @@ def ruleset(read: Iterable[str], write: Iterable[str]) -> int:
         _raise("landlock_create_ruleset")
     try:
         rules = [(p, READ) for p in (*read, *OBSERVED)]
+        rules += [(p, READ | WRITE_FILE) for p in opened]
         rules += [(p, READ_FILE | WRITE_FILE | IOCTL_DEV) for p in DEVICES]
         rules += [(p, handled & ~READ_DIR) for p in SHARED_MEMORY]
         rules += [(p, handled) for p in write]

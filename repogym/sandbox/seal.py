@@ -55,6 +55,7 @@ __all__ = [
     "View",
     "argv",
     "confine",
+    "holder_mode",
     "made_for_the_view",
     "toolchain",
     "unavailable",
@@ -107,6 +108,14 @@ def unavailable() -> str | None:
     return _probe()
 
 
+def holder_mode() -> int:
+    """The mode of a directory the grader makes around a command's tree: 0700 where the
+    commands are sealed (the view reaches the tree as root, and a command of another
+    grade, confined or unsealed on the same machine, cannot go through it), else 0711
+    (the sandbox uid goes through to its tree, and lists nothing on the way)."""
+    return 0o700 if unavailable() is None else 0o711
+
+
 def confine(view: View, env: Mapping[str, str], command: str, why: str) -> int | None:
     """Where the namespaces are refused (``why``), a Landlock ruleset for ``command``
     that lets it open what its view would show (the caller closes it); None where
@@ -118,7 +127,10 @@ def confine(view: View, env: Mapping[str, str], command: str, why: str) -> int |
             mounts = _mounts(view, env, command)
             read = [p for p, write in mounts if not write]
             read += [top for top in TOP_LINKS if Path(top).is_dir() and not Path(top).is_symlink()]
-            return _landlock.ruleset(read, [p for p, write in mounts if write])
+            # The operator's, as the seal's read-only mount of them: a FIFO or device there
+            # may be written (a regular file as its mode allows; the mount refuses it).
+            shown = [os.path.realpath(p) for p in _shown()]
+            return _landlock.ruleset(read, [p for p, write in mounts if write], opened=shown)
         why = f"{why}; {refused}"
     notice(NOT_SEALED_NOTICE.format(why=why))
     return None
@@ -207,9 +219,8 @@ def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str,
     """(path, writable) of every tree to show, parents before what lies inside them (a
     tree inside another is mounted over it, with its own access)."""
     chosen = dict.fromkeys(toolchain(env.get("PATH", ""), command), False)
-    for extra in os.environ.get(SHOW, "").split(os.pathsep):
-        if Path(extra).is_absolute():
-            chosen.setdefault(os.path.realpath(extra), False)
+    for extra in _shown():
+        chosen.setdefault(os.path.realpath(extra), False)
     for tree in (view.cwd, *view.readable):
         chosen.setdefault(os.path.realpath(tree), False)
     for tree in view.writable:
@@ -225,6 +236,11 @@ def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str,
         if not around or around[-1] != write:
             kept.append((path, write))
     return kept
+
+
+def _shown() -> list[str]:
+    """The directories the grader's operator shows every command (:data:`SHOW`)."""
+    return [p for p in os.environ.get(SHOW, "").split(os.pathsep) if Path(p).is_absolute()]
 
 
 def toolchain(path: str, command: str) -> list[str]:

@@ -50,6 +50,7 @@ from repogym.errors import SandboxError
 from repogym.sandbox import landlock as _landlock
 from repogym.sandbox import leftovers as _leftovers
 from repogym.sandbox import reaper as _reaper
+from repogym.sandbox import seal as _seal
 from repogym.tree import scratch as _scratch
 
 NAME = "repogym"
@@ -138,7 +139,7 @@ def session(sandbox: bool, writable: Sequence[Path] = ()) -> Iterator[Session]:
             yield Session(uid=None, gid=None, env=env)
             return
         with _slot() as (uid, lock):
-            Path(scratch).chmod(0o711)  # the slot may go through, not list
+            Path(scratch).chmod(_seal.holder_mode())  # the slot may go through, not list
             for place in places.values():
                 os.chown(place, uid, uid)
             ours = Session(uid=uid, gid=uid, env=env | {"USER": NAME, "LOGNAME": NAME})

@@ -78,8 +78,9 @@ def cancelled(
     mark = f"repogym-cancel-{uuid.uuid4().hex}"
     # Where the FIFO is, so that the sandbox user the command runs as reaches it: in the
     # container, RUNNER_TEMP's mount; on this machine, a directory all may go through
-    # (pytest's tmp_path is root's alone), shown to the sealed command by the grader's
-    # operator (REPOGYM_SEAL_SHOW; a FIFO is written through a read-only mount).
+    # (pytest's tmp_path is root's alone). Either is shown to the command by the grader's
+    # operator (REPOGYM_SEAL_SHOW: a FIFO there is written through the seal's read-only
+    # mount, and Landlock, which confines the container's commands, lets it be opened).
     shared: Path | None = None
     if isinstance(job.runner, DockerAction):
         inside = f"{dict(DockerAction.MOUNTS)['temp']}/started"
@@ -118,7 +119,7 @@ def cancelled(
             inputs,
             before=before,
             on_started=on_started,
-            env=None if shared is None else {"REPOGYM_SEAL_SHOW": str(shared)},
+            env={"REPOGYM_SEAL_SHOW": str(Path(inside).parent)},
         )
     finally:
         for fd in fifo:

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from repogym.sandbox import landlock
+from repogym._demo import build_example_repo
+from repogym.runner import Runner
+from repogym.sandbox import landlock, seal
+from tests.batching import git
 from tests.security._harness import Case
 from tests.security._sealing import (
     ADDED_TASK,
@@ -26,6 +32,7 @@ from tests.security._sealing import (
     remove_segment,
     segment,
 )
+from tests.waiting import BACKSTOP
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own is root's to give"),
@@ -139,3 +146,61 @@ def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
         remove_segment(key)
         Path(f"/dev/shm/kept-{key}").unlink(missing_ok=True)
     assert not segment(key)
+
+
+@pytest.mark.skipif(seal.unavailable() is not None, reason=f"{seal.unavailable()}")
+def test_a_confined_command_cannot_read_a_sealed_grades_copy(tmp_path: Path) -> None:
+    """Two graders on one machine, one sealed (its copies in /dev/shm), one confined (a
+    command of another process with ``REPOGYM_SEAL=landlock``, which may read files in
+    /dev/shm for the semaphores there). The red team found the sealed grade's copy by its
+    path (``/proc/<pid>/cmdline`` names it) and read its hidden test. Its directory is now
+    the grader's alone: the seal's view reaches it as root."""
+    shown = Path(tempfile.mkdtemp(prefix="repogym-confined-"))
+    shown.chmod(0o755)
+    fifo = shown / "running"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+    repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+    git(repo, "checkout", "--quiet", "main")
+    test = repo / "tests/test_slugify.py"
+    test.write_text(test.read_text() + f"\n\ndef test_waits():\n    open({str(fifo)!r}).read()\n")
+    git(repo, "commit", "--quiet", "-am", "a test that waits")
+    git(repo, "checkout", "--quiet", "submission")
+    git(repo, "rebase", "--quiet", "main")
+    env = {k: v for k, v in os.environ.items() if k != "REPOGYM_SEAL"}
+    env["REPOGYM_SEAL_SHOW"] = str(shown)
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "repogym", "grade", "--base", "main"],
+        cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        held = os.open(fifo, os.O_WRONLY)  # its tests run in their copy
+        [copy] = Path("/dev/shm").glob(f"repogym-tests-*x{grader.pid}-*/tree")
+        target = copy / "tests" / "test_slugify.py"
+        assert target.is_file()
+        reader = Runner().run(f"cat {target}", tmp_path, timeout=60)
+        os.close(held)
+        grader.wait(timeout=BACKSTOP)
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+        shutil.rmtree(shown)
+    assert reader.exit_code != 0 and "Permission denied" in reader.stderr, reader.stdout
+
+
+def test_copies_in_shared_memory_are_refused_when_confined(tmp_path: Path) -> None:
+    """``REPOGYM_COPIES`` beneath /dev/shm, which a confined command may read: one line,
+    exit 2, nothing graded."""
+    copies = Path(tempfile.mkdtemp(prefix="repogym-copies-", dir="/dev/shm"))
+    try:
+        repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "repogym", "grade", "--base", "main"],
+            cwd=repo, env={**os.environ, "REPOGYM_COPIES": str(copies)},
+            capture_output=True, text=True, timeout=BACKSTOP,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(copies)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"REPOGYM_COPIES={copies}: the commands here are not sealed" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
