@@ -170,16 +170,29 @@ def _score(outcome: TestsOutcome) -> float:
     return score
 
 
+def _unnamed_added(outcome: TestsOutcome) -> dict[str, str]:
+    """The ids of the tests the submission added, each to a name that says nothing of it,
+    when hidden tests ran (issue 44): a runner makes an id when the tests are collected
+    (pytest of a parameter's value, jest of a template), in the copy where the hidden tests
+    are, so the submission's code can spell them out in it. Counted, never named."""
+    if not outcome.hidden_ran or outcome.against is None or not outcome.against.added:
+        return {}
+    return {i: f"added test {n}" for n, i in enumerate(outcome.fail_to_pass, 1)}
+
+
 def _details(outcome: TestsOutcome) -> dict[str, Any]:
     results, run = outcome.results, outcome.run
     task_ids = (*outcome.fail_to_pass, *outcome.pass_to_pass)
     unnamed = outcome.hidden_ids - outcome.listed_hidden  # found by the base's runs
+    added = _unnamed_added(outcome)
     details: dict[str, Any] = {
-        "fail_to_pass": {i: o.value for i, o in outcome.fail_to_pass.items()},
+        "fail_to_pass": {added.get(i, i): o.value for i, o in outcome.fail_to_pass.items()},
         "pass_to_pass": {i: o.value for i, o in outcome.pass_to_pass.items()},
         "hidden": sorted(outcome.listed_hidden),
         "flaky": sorted(
-            i for i in task_ids if i in results and results[i].flaky and i not in unnamed
+            added.get(i, i)
+            for i in task_ids
+            if i in results and results[i].flaky and i not in unnamed
         ),
         "restored": outcome.files.restored,
         "tests_from": outcome.tests_from,
@@ -208,8 +221,9 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
 def _against_details(outcome: TestsOutcome, against: AgainstBase) -> dict[str, Any]:
     """The ids the base's runs found, not the task's (a hidden test's never shown), and
     the comparison's own details."""
+    added = _unnamed_added(outcome)
     found: dict[str, Any] = {
-        kind: {i: o.value for i, o in outcomes.items() if i not in outcome.hidden_ids}
+        kind: {added.get(i, i): o.value for i, o in outcomes.items() if i not in outcome.hidden_ids}
         for kind, (outcomes, _) in outcome.kinds.items()
     }
     found["baseline"] = against.details(named=not outcome.hidden_ran)

@@ -107,3 +107,54 @@ def test_a_submission_that_raises_the_hidden_tests_shows_nothing_of_them(job: Jo
     assert run["conclusion"] == "failure"
     messages = [a["message"] for a in run["annotations"]]
     assert messages == ["tests/test_public.py::test_public failed"]
+
+
+ADDED_TASK = """\
+version: 1
+type: bugfix
+tests:
+  command: python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}
+  fail_to_pass: added
+  pass_to_pass: baseline
+  timeout: 120
+"""
+# The pull request's own test, whose id spells out the hidden test's source: pytest makes
+# a parameter's id of its value when the module is collected, in the copy where the
+# hidden tests are (issue 44: that id reached the report file the fork workflow uploads).
+SPELLING = """\
+import pathlib
+
+import pytest
+
+HIDDEN = pathlib.Path("tests/test_secret_edge.py")
+SECRET = HIDDEN.read_text().replace("\\n", " ") if HIDDEN.exists() else "none"
+
+
+@pytest.mark.parametrize("leak", [SECRET])
+def test_added(leak):
+    from calc import add
+
+    assert add(2, 3) == 5
+"""
+
+
+def test_the_ids_of_the_tests_a_pull_request_adds_carry_nothing_of_the_hidden_ones(
+    job: Job,
+) -> None:
+    base = {**BASE, ".repogym.yml": ADDED_TASK}
+    head = {"src/calc.py": "def add(a, b):\n    return a + b\n", "tests/test_added.py": SPELLING}
+    pull = job.open_pull(7, base=base, head=head)
+    step = job.run(
+        "pull_request",
+        job.event("pull_request.opened", pull),
+        pull,
+        {"hidden-tests": ".hidden-tests"},
+        before=hidden_tests_checked_out,
+    )
+    published = everything_published(job, step)
+    for where, text in published.items():
+        assert CANARY not in text, f"the hidden test's source in the {where}"
+    assert CANARY not in step.log
+    # What is shown: that the change passed, and how many tests it added.
+    assert step.exit_code == 0, step.log
+    assert "fail_to_pass: 1 of 1 passed" in published["comment"]
