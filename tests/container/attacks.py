@@ -155,9 +155,15 @@ if listed is not None:
 # git-credentials-<uuid>.config). It counts the files, those named as v6 names its
 # file, and those it read that hold an extraheader.
 WALK = """
-TRIED.update(files=0, v6_files=0, headers_got=0)
+TRIED.update(files=0, v6_files=0, headers_got=0, refused=0)
+
+
+def refused(error):
+    TRIED["refused"] += 1
+
+
 for top in ("/github/runner_temp", "/github/workspace/.git"):
-    for directory, _, names in os.walk(top):
+    for directory, _, names in os.walk(top, onerror=refused):
         for name in names:
             path = os.path.join(directory, name)
             if os.path.islink(path) or not os.path.isfile(path):

@@ -36,8 +36,11 @@ def test_cpu_in_an_environment_counts_the_tree_and_not_idling(tmp_path: Path, im
     # The candidate does the same work in two forked workers, hidden from the reaped
     # children's accounting (SIGCHLD ignored), and does not sleep.
     candidate = {"work": WORK, "workers": 2, "hide": True}
-    component = graded(tmp_path, image, {"work": WORK, "sleep": 0.5}, candidate, timing="cpu")
-    assert 0.6 < component.details["speedup"] < 1.15, component.messages
+    component = graded(
+        tmp_path, image, {"work": WORK, "sleep": 0.5}, candidate, timing="cpu", noise_floor=1.5
+    )
+    # The same work: 1.18x has been seen on a busy machine; uncounted workers give many times.
+    assert 0.6 < component.details["speedup"] < 1.5, component.messages
     assert component.score == 0
     (tmp_path / "less").mkdir()
     component = graded(tmp_path / "less", image, {"work": 3 * WORK}, {"work": WORK}, timing="cpu")
