@@ -38,10 +38,10 @@ from repogym.errors import EnvError, EpisodeLost, WorkspaceError
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
 from repogym.runner import CommandResult, Runner
-from repogym.sandbox.seal import holder_mode
 from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
+from repogym.tree import scratch
 from repogym.tree.clones import own_history_at
 from repogym.tree.links import LinkInTree, open_regular
 from repogym.workspace import Workspace, host_runner
@@ -223,11 +223,10 @@ class RepoEnv:
             return self.runner.run(
                 command, root, timeout=timeout, env=variables, writable=[root], collect=[root]
             )
-        with tempfile.TemporaryDirectory(prefix="repogym-env-pycache-") as holder:
+        with scratch.held("repogym-env-pycache-", commands=True) as holder:
             # Bytecode out of the tree: a .pyc there would be part of the submission.
-            pycache = Path(holder) / "pycache"
+            pycache = holder / "pycache"
             pycache.mkdir()
-            Path(holder).chmod(holder_mode())
             variables = {"PYTHONPYCACHEPREFIX": str(pycache), **(env or {})}
             try:
                 return self.runner.run(
@@ -357,8 +356,7 @@ def _clone_at(repo: Path, sha: str) -> Path:
     a directory of its own inside that one, which stays the grader's: the
     sandbox user, whose the tree is while the agent's commands run, loses what it owns
     at the top of /tmp when a run ends."""
-    holder = Path(tempfile.mkdtemp(prefix="repogym-env-")).resolve()
-    holder.chmod(holder_mode())
+    holder = scratch.holder("repogym-env-", commands=True).resolve()
     root = holder / "repo"
     try:
         if root == repo or repo in root.parents:

@@ -349,14 +349,16 @@ def materialise(repo: Path, commit: str) -> Path:
     return _baselines.shared(key, lambda: export_tree(repo, commit, prefix="repogym-baseline-"))
 
 
-def export_tree(repo: Path, commit: str, *, prefix: str, where: str | None = None) -> Path:
+def export_tree(
+    repo: Path, commit: str, *, prefix: str, where: str | None = None, commands: bool = False
+) -> Path:
     """The files of ``commit`` in a new private directory (no ``.git``) under ``where``
     (default: the temporary directory), removed at exit.
 
     Checked out through a private store (repogym.tree.store): no config, filter or
     attribute of the repository's converts a byte.
     """
-    holder = scratch.holder(prefix, where)
+    holder = scratch.holder(prefix, where, commands=commands)
     atexit.register(shutil.rmtree, holder, True)
     store = Store(repo)
     try:

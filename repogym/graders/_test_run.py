@@ -23,7 +23,6 @@ from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
-from repogym.sandbox.seal import holder_mode
 from repogym.task import TestsConfig
 from repogym.tree import scratch
 from repogym.tree.links import place
@@ -68,8 +67,7 @@ def run_tests(
     """Run the tests ``times`` times in one fresh copy of ``sides`` (one ``setup``)."""
     hidden_root, hidden_files = hidden
     copies = copies_dir(workspace.snapshot().size)
-    with scratch.held("repogym-tests-", copies) as holder:
-        Path(holder).chmod(holder_mode())  # the sandbox user goes through to its copy
+    with scratch.held("repogym-tests-", copies, commands=True) as holder:
         tree = Path(holder) / "tree"
         # With network for `setup` only, the hidden tests go in after it (issue 20).
         late = bool(workspace.task.setup and _setup_has_network(runner) and hidden_files)

@@ -48,7 +48,6 @@ from repogym.graders.perf_report import PerfFailure as _Failure
 from repogym.models import GradeComponent
 from repogym.runner import CommandResult
 from repogym.sandbox import notfound as _notfound
-from repogym.sandbox.seal import holder_mode
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree import scratch as _scratch
@@ -77,8 +76,7 @@ class PerfGrader(BuiltinGrader):
         timings = Runs()
         try:
             copies = copies_dir(workspace.snapshot().size)
-            with _scratch.held("repogym-perf-", copies) as scratch:
-                Path(scratch).chmod(holder_mode())  # the sandbox user goes through
+            with _scratch.held("repogym-perf-", copies, commands=True) as scratch:
                 candidate = workspace.copy(Path(scratch) / "candidate")
                 trees: dict[Side, Path] = {
                     "baseline": perf_baseline(workspace, runner),
@@ -122,8 +120,9 @@ def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     # On the same file system as the candidate's copy (copies_dir): a benchmark that
     # reads its files must not be faster on one side for where they are.
     where = copies_dir(workspace.snapshot().size)
-    tree = export_tree(workspace.root, workspace.base, prefix="repogym-perf-baseline-", where=where)
-    tree.parent.chmod(holder_mode())
+    tree = export_tree(
+        workspace.root, workspace.base, prefix="repogym-perf-baseline-", where=where, commands=True
+    )
     try:
         _set_up(runner, workspace, tree, "baseline")
     except (_Failure, CommandNotFound):

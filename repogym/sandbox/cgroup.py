@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repogym.sandbox.reaper import alive
+
 ROOT = Path("/sys/fs/cgroup")
 PERIOD = 100_000  # µs of the CPU quota's period, Docker's
 _names = itertools.count(1)
@@ -135,19 +137,9 @@ def _sweep_once(hierarchies: tuple[Path, ...]) -> None:
     for hierarchy in hierarchies:
         for directory in hierarchy.glob("repogym-*-*"):
             owner = directory.name.split("-")[1]
-            if owner.isdigit() and not _alive(int(owner)):
+            if owner.isdigit() and not alive(int(owner)):
                 with contextlib.suppress(OSError):
                     directory.rmdir()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _layout(limits: Caps) -> dict[Path, dict[str, str]]:

@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
-__all__ = ["abi", "close", "restrict", "ruleset", "unavailable"]
+__all__ = ["abi", "restrict", "ruleset", "unavailable"]
 
 # System call numbers: the same on every architecture (added after the tables merged).
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -106,7 +106,7 @@ def ruleset(read: Iterable[str], write: Iterable[str], *, opened: Iterable[str] 
     """A ruleset's descriptor allowing ``read`` (read and execute) and ``write``
     (everything) beneath each path, ``opened`` (read, execute and open for writing what
     is there: a FIFO), the devices and what :data:`OBSERVED` shows; the caller gives it
-    to :func:`restrict` in the child and then :func:`close`\\ s it."""
+    to :func:`restrict` in the child, then closes it."""
     version = abi()
     handled = _handled(version)
     if version >= 6:
@@ -151,10 +151,6 @@ def restrict(fd: int) -> None:
     A failure raises, so the command does not start unconfined."""
     if _libc().syscall(_RESTRICT_SELF, fd, 0) != 0:
         _raise("landlock_restrict_self")
-
-
-def close(fd: int) -> None:
-    os.close(fd)
 
 
 def _raise(call: str) -> NoReturn:

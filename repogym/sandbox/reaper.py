@@ -129,6 +129,17 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
+def alive(pid: int) -> bool:
+    """Whether a process ``pid`` is on the machine (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)

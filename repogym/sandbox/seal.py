@@ -59,6 +59,7 @@ __all__ = [
     "made_for_the_view",
     "toolchain",
     "unavailable",
+    "within",
 ]
 
 # "off": run commands unsealed; "landlock": confined by Landlock (docs/security.md).
@@ -303,13 +304,14 @@ def _import_path() -> list[str]:
     found = []
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else here
-        if real == "/" or _within(here, real) or _within(real, here):
+        if real == "/" or within(here, real) or within(real, here):
             continue  # it, a directory above it or one inside it: the user's work tree
         found.append(real)
     return found
 
 
-def _within(path: str, directory: str) -> bool:
+def within(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies inside it (both real, absolute)."""
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 

@@ -23,6 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from repogym.sandbox.reaper import alive
+from repogym.sandbox.seal import holder_mode
+
 __all__ = ["TAGGED", "held", "holder", "sweep"]
 
 TAGGED = re.compile(r"^repogym-[a-z-]+-p(\d+)x(\d+)-[^/]+$")
@@ -40,19 +43,26 @@ def _prefix(prefix: str) -> str:
     return f"{prefix}p{_namespace()}x{os.getpid()}-"
 
 
-def holder(prefix: str, where: str | None = None) -> Path:
+def holder(prefix: str, where: str | None = None, *, commands: bool = False) -> Path:
     """A new private directory ``<prefix>p<ns>x<pid>-<random>`` in ``where`` (default:
-    the temporary directory); the caller removes it."""
+    the temporary directory); the caller removes it. ``commands``: a command's tree will
+    be inside, so the directory has the mode :func:`repogym.sandbox.seal.holder_mode`
+    says (a sandbox uid goes through it only where the commands are not sealed)."""
     sweep(where)
-    return Path(tempfile.mkdtemp(prefix=_prefix(prefix), dir=where))
+    made = Path(tempfile.mkdtemp(prefix=_prefix(prefix), dir=where))
+    if commands:
+        made.chmod(holder_mode())
+    return made
 
 
 @contextlib.contextmanager
-def held(prefix: str, where: str | None = None) -> Iterator[Path]:
+def held(prefix: str, where: str | None = None, *, commands: bool = False) -> Iterator[Path]:
     """:func:`holder`, removed when the block ends (as ``TemporaryDirectory`` removes
     it: bits a locked tree lacks restored first)."""
     sweep(where)
     with tempfile.TemporaryDirectory(prefix=_prefix(prefix), dir=where) as made:
+        if commands:
+            Path(made).chmod(holder_mode())
         yield Path(made)
 
 
@@ -69,22 +79,12 @@ def _sweep(place: str, pid: int) -> None:  # the pid: a forked child sweeps agai
     with contextlib.suppress(OSError):
         for entry in os.scandir(place):
             found = TAGGED.match(entry.name)
-            if found is None or int(found[1]) != namespace or _alive(int(found[2])):
+            if found is None or int(found[1]) != namespace or alive(int(found[2])):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode) and info.st_uid == owner:
                     _remove(entry.path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove(path: str, top: Path | None = None, tried: set[str] | None = None) -> None:

@@ -256,21 +256,21 @@ def copies_dir(size: int) -> str | None:
     than sealed: they may read ``/dev/shm`` (POSIX semaphores live there), and so would
     another grade's copy there (issue 43)."""
     chosen = os.environ.get("REPOGYM_COPIES")
+    confined = _sandbox.switches_user() and _seal.unavailable() is not None
     if chosen:
         if not Path(chosen).is_dir():
             raise WorkspaceError(
                 f"REPOGYM_COPIES={chosen}: not a directory; make it, or unset REPOGYM_COPIES "
                 "to let repogym choose"
             )
-        shared = _sandbox.switches_user() and _seal.unavailable() is not None
-        if shared and _within(os.path.realpath(chosen), str(RAM_DIR)):
+        if confined and _seal.within(os.path.realpath(chosen), str(RAM_DIR)):
             raise WorkspaceError(
                 f"REPOGYM_COPIES={chosen}: the commands here are not sealed, and they may "
                 f"read {RAM_DIR} (POSIX semaphores live there), another grade's copies too; "
                 "choose a directory elsewhere"
             )
         return chosen
-    if _sandbox.switches_user() and _seal.unavailable() is not None:
+    if confined:
         return None
     try:
         info = os.statvfs(RAM_DIR)
@@ -279,7 +279,3 @@ def copies_dir(size: int) -> str | None:
         return None
     room = info.f_bavail * info.f_frsize
     return str(RAM_DIR) if usable and room >= 2 * size + _RAM_HEADROOM else None
-
-
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")

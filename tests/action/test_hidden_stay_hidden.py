@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from tests.action.gitrepo import Pull
 from tests.action.job import Job, Step
 from tests.action.runners import Layout
 
@@ -65,6 +66,17 @@ def hidden_tests_checked_out(layout: Layout) -> None:
     path.write_text(HIDDEN)
 
 
+def run_with_hidden_tests(job: Job, pull: Pull) -> Step:
+    """The Action on the pull request's opening, with the hidden tests checked out."""
+    return job.run(
+        "pull_request",
+        job.event("pull_request.opened", pull),
+        pull,
+        {"hidden-tests": ".hidden-tests"},
+        before=hidden_tests_checked_out,
+    )
+
+
 def everything_published(job: Job, step: Step) -> dict[str, str]:
     [comment] = job.fake.comments(7)
     [run] = job.fake.check_runs()
@@ -83,13 +95,7 @@ def everything_published(job: Job, step: Step) -> dict[str, str]:
 
 def test_a_submission_that_raises_the_hidden_tests_shows_nothing_of_them(job: Job) -> None:
     pull = job.open_pull(7, base=BASE, head={"src/calc.py": LEAKING})
-    step = job.run(
-        "pull_request",
-        job.event("pull_request.opened", pull),
-        pull,
-        {"hidden-tests": ".hidden-tests"},
-        before=hidden_tests_checked_out,
-    )
+    step = run_with_hidden_tests(job, pull)
     assert step.exit_code == 1, step.log
     published = everything_published(job, step)
     for where, text in published.items():
@@ -144,13 +150,7 @@ def test_the_ids_of_the_tests_a_pull_request_adds_carry_nothing_of_the_hidden_on
     base = {**BASE, ".repogym.yml": ADDED_TASK}
     head = {"src/calc.py": "def add(a, b):\n    return a + b\n", "tests/test_added.py": SPELLING}
     pull = job.open_pull(7, base=base, head=head)
-    step = job.run(
-        "pull_request",
-        job.event("pull_request.opened", pull),
-        pull,
-        {"hidden-tests": ".hidden-tests"},
-        before=hidden_tests_checked_out,
-    )
+    step = run_with_hidden_tests(job, pull)
     published = everything_published(job, step)
     for where, text in published.items():
         assert CANARY not in text, f"the hidden test's source in the {where}"

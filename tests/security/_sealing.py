@@ -7,13 +7,14 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import zlib
 from pathlib import Path
 
 from repogym.sandbox import users as _sandbox
 from tests.batching import git, lines_of, run_batch
-from tests.security._harness import BUGFIX_TASK, Case
+from tests.security._harness import BUGFIX_TASK, Case, Graded
 
 # The bugfix example's task with the pull request's own new tests as its targets (and
 # the base's passing tests kept): an attack need not touch the base's tests.
@@ -210,3 +211,22 @@ def batch_with_a_planter(tmp_path: Path) -> None:
             for name in ("pytest.ini", "repogym_planted.py"):
                 if Path(top, name).is_file() and "planted" in Path(top, name).read_text():
                     Path(top, name).unlink()
+
+
+def remembering_attack(case: Case, channel: str) -> Graded:
+    """The pull request whose added target passes only when an earlier run left a mark
+    through ``channel`` (:data:`REMEMBERS`), graded; it must FAIL and leave no segment.
+    Checked here, the mark removed after."""
+    case.base(task=ADDED_TASK)
+    join_a_session_keyring(channel)
+    test = REMEMBERS[channel].replace("{key}", str(key(case)))
+    case.submit({"tests/test_remembered.py": test})
+    graded = case.grade()
+    try:
+        graded.check("FAIL")
+        assert "test_remembered" in graded.output
+        assert not segment(key(case)), "the segment outlived the grade"
+    finally:
+        remove_segment(key(case))
+        shutil.rmtree(f"/var/tmp/{case.marker}", ignore_errors=True)
+    return graded

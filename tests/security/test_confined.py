@@ -27,8 +27,7 @@ from tests.security._sealing import (
     ADDED_TASK,
     REMEMBERS,
     batch_with_a_planter,
-    join_a_session_keyring,
-    key,
+    remembering_attack,
     remove_segment,
     segment,
 )
@@ -50,19 +49,8 @@ def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
     """A target that passes only when an earlier run left it a mark: the segment and the
     file in /dev/shm are removed after each command, /var/tmp is not the command's to
     write. Neither: ``sysv-shm`` PASS 1.000."""
-    case.base(task=ADDED_TASK)
-    join_a_session_keyring(channel)
-    test = REMEMBERS[channel].replace("{key}", str(key(case)))
-    case.submit({"tests/test_remembered.py": test})
-    graded = case.grade()
-    try:
-        graded.check("FAIL")
-        assert "test_remembered" in graded.output
-        assert "confined by Landlock" in graded.stderr
-        assert not segment(key(case)), "the segment outlived the grade"
-    finally:
-        remove_segment(key(case))
-        shutil.rmtree(f"/var/tmp/{case.marker}", ignore_errors=True)
+    graded = remembering_attack(case, channel)
+    assert "confined by Landlock" in graded.stderr
 
 
 OUTSIDE = """\

@@ -24,10 +24,9 @@ from tests.security._sealing import (
     ADDED_TASK,
     REMEMBERS,
     batch_with_a_planter,
-    join_a_session_keyring,
     key,
+    remembering_attack,
     remove_segment,
-    segment,
     segments_of_sandbox_users,
 )
 
@@ -41,18 +40,7 @@ pytestmark = [
 def test_nothing_of_one_run_reaches_the_next(case: Case, channel: str) -> None:
     """A target that passes only when an earlier run left it a mark. Unsealed:
     ``sysv-shm`` PASS 1.000 (the segment outlives every clean-up)."""
-    case.base(task=ADDED_TASK)
-    join_a_session_keyring(channel)
-    test = REMEMBERS[channel].replace("{key}", str(key(case)))
-    case.submit({"tests/test_remembered.py": test})
-    graded = case.grade()
-    try:
-        graded.check("FAIL")
-        assert "test_remembered" in graded.output
-        assert not segment(key(case)), "the segment outlived the grade"
-    finally:
-        remove_segment(key(case))
-        shutil.rmtree(f"/var/tmp/{case.marker}", ignore_errors=True)
+    remembering_attack(case, channel)
 
 
 def test_nothing_outside_the_copy_is_in_sight(case: Case, readable_secret: Path) -> None:
