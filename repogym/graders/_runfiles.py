@@ -27,19 +27,27 @@ submission.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from repogym.graders._runner_config import config_keys, merge_config_keys, pythonpath_dirs
+from repogym.graders._pytest_start import CONFIG_ORDER
+from repogym.graders._runner_config import (
+    PytestConfig,
+    config_keys,
+    merge_config_keys,
+    pytest_config,
+    pythonpath_dirs,
+)
 from repogym.sandbox.users import switches_user
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs
-from repogym.tree.links import LinkInTree, open_way, place
+from repogym.tree.links import LinkInTree, open_regular, open_way, place
 from repogym.tree.store import Entry, tree_entries
 from repogym.workspace import Workspace
 
@@ -48,6 +56,8 @@ RUNNER_FILES = frozenset(
     {
         # pytest (setup.cfg and tox.ini hold its [tool:pytest] / [pytest] sections)
         "conftest.py",
+        "pytest.toml",
+        ".pytest.toml",
         "pytest.ini",
         ".pytest.ini",
         "tox.ini",
@@ -60,12 +70,24 @@ RUNNER_FILES = frozenset(
         ".babelrc",
         ".babelrc.js",
         ".babelrc.json",
+        # vitest (and the vite configuration it falls back to)
+        *(
+            f"{n}.{e}"
+            for n in ("vitest.config", "vite.config", "vitest.workspace")
+            for e in ("js", "cjs", "mjs", "ts", "cts", "mts")
+        ),
+        # npm's and node's own: what `npm test` runs and what it preloads
+        ".npmrc",
+        # go: a workspace file points a module's path at another directory
+        "go.work",
+        "go.work.sum",
     }
 )
 # Modules the runner imports by name, which a file at the top of the tree would shadow.
 RUNNER_MODULES = frozenset(
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "xmlrunner", "unittest"}
 )
+CONFIG_NAMES = frozenset(CONFIG_ORDER)
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv"})
 
 
@@ -93,6 +115,13 @@ class RunFiles:
     # Paths of the rubric (test files, runner configuration) that the base changed since
     # the merge base: what an out-of-date pull request may fail on (issue 19).
     changed_on_base: list[str] = field(default_factory=list)
+    # What must be in the run as the grader wrote it, by path: a git blob id, None where
+    # nothing may be (issue 44: a `setup` that writes one of them is refused by name).
+    guarded: Mapping[str, str | None] = field(default_factory=dict)
+    # The Python files and runner configuration files written, by path: their blob ids.
+    written: Mapping[str, str] = field(default_factory=dict)
+    pytest: PytestConfig = field(default_factory=PytestConfig)
+    object_format: str = "sha1"  # the hash of the blob ids
 
 
 def build(
@@ -134,6 +163,16 @@ def build(
     changed = {p for p in guarded if base.get(p) != fork.get(p)}
     changed |= {p for p in merged if config_keys(store, base, p) != config_keys(store, fork, p)}
     workspace.copy(dest, run)
+    guarded_state = {
+        p: (None if run.get(p) is None else run[p].sha)
+        for p in guarded | set(merged)
+        if run.get(p) is None or run[p].regular
+    }
+    written = {
+        p: e.sha
+        for p, e in run.items()
+        if e.regular and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
+    }
     source, files = hidden
     for path in files:
         assert source is not None
@@ -144,7 +183,36 @@ def build(
         place(dest, path, from_tree=source)
     # In a container the work tree's paths mean nothing: dependencies are the image's.
     linked = _link_dependencies(workspace.root, dest, run) if links else []
-    return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
+    return RunFiles(
+        restored=sorted(restored),
+        linked=linked,
+        changed_on_base=sorted(changed),
+        guarded=guarded_state,
+        written=written,
+        pytest=pytest_config(store, run),
+        object_format=store.object_format,
+    )
+
+
+def setup_wrote(tree: Path, files: RunFiles) -> list[str]:
+    """The paths of ``files.guarded`` that are not as the grader wrote them in ``tree``
+    (after ``setup``, which runs before the tests are put in place)."""
+    found = {p: _blob_at(tree, p, files.object_format) for p in files.guarded}
+    return [p for p, want in sorted(files.guarded.items()) if found[p] != want]
+
+
+def _blob_at(tree: Path, path: str, object_format: str) -> str | None:
+    """The git blob id of the regular file ``path`` of ``tree``, read without following a
+    link; None where there is none, "" where something else stands."""
+    try:
+        fd = open_regular(tree, path)
+    except FileNotFoundError:
+        return None
+    except (LinkInTree, OSError):
+        return ""
+    with os.fdopen(fd, "rb") as file:
+        data = file.read()
+    return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _put(run: dict[str, Entry], path: str, entry: Entry | None) -> None:

@@ -83,6 +83,31 @@ ATTACKS = {
         "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = evil\n",
         "evil.py": EVIL_PLUGIN,
     },
+    # Issue 44: what the list of file names forgot. pytest 9 reads pytest.toml and
+    # .pytest.toml before every other configuration file.
+    "pytest_toml": {
+        "pytest.toml": '[pytest]\npythonpath = ["src"]\naddopts = ["-p", "evil"]\n',
+        "evil.py": EVIL_PLUGIN,
+    },
+    "hidden_pytest_toml": {
+        ".pytest.toml": '[pytest]\npythonpath = ["src"]\naddopts = ["-p", "evil"]\n',
+        "evil.py": EVIL_PLUGIN,
+    },
+    # The same distribution, its directory's suffix in upper case: importlib.metadata
+    # finds it all the same.
+    "upper_case_dist_info": {
+        "evil-1.0.DIST-INFO/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+        "evil-1.0.DIST-INFO/entry_points.txt": "[pytest11]\nevil = evil\n",
+        "evil.py": EVIL_PLUGIN,
+    },
+    # Packages the runner imports at start-up that are neither its own nor the standard
+    # library's: pygments (pytest's highlighting), org.python.core (tried by `copy`).
+    "top_level_pygments": {"pygments/__init__.py": TAKEOVER},
+    "org_python_core": {
+        "org/__init__.py": "",
+        "org/python/__init__.py": "",
+        "org/python/core.py": TAKEOVER,
+    },
 }
 # pytest reads the first of pytest.ini, .pytest.ini, pyproject.toml, tox.ini, setup.cfg
 # that has its section: the others need the base's pytest.ini out of the way.
