@@ -197,3 +197,11 @@ def pytest_sessionstart() -> None:
 def pytest_pycollect_makemodule(module_path: Path) -> None:
     if _MANIFEST:
         _check_written(module_path, "test module")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Again just before the module is imported: pytest makes every module of a
+    directory before it imports the first, whose code may rewrite the next."""
+    if _MANIFEST and isinstance(collector, pytest.Module):
+        _check_written(collector.path, "test module")

@@ -12,7 +12,7 @@ submission *added* is told against the merge base. What is the base's in it:
   collected, which plugins load or how results are written. A file of that kind that the
   submission added is removed, one it changed is the base's again (:data:`RUNNER_FILES`);
   of ``pyproject.toml`` only the ``[tool.pytest...]`` tables, of ``package.json`` only the
-  keys that configure jest and mocha;
+  keys that configure jest and mocha and the scripts npm runs;
 - modules at the top of the tree (or of ``src/``, or of the base's pytest ``pythonpath``)
   that the submission added and that shadow the runner or the standard library
   (``pytest.py``, ``cmd.py``), and package metadata there (``*.dist-info``), whose entry
@@ -76,8 +76,11 @@ RUNNER_FILES = frozenset(
             for n in ("vitest.config", "vite.config", "vitest.workspace")
             for e in ("js", "cjs", "mjs", "ts", "cts", "mts")
         ),
-        # npm's and node's own: what `npm test` runs and what it preloads
+        # npm's, yarn's and pnpm's own: how `npm test` runs (script-shell, node-options)
         ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
         # go: a workspace file points a module's path at another directory
         "go.work",
         "go.work.sum",

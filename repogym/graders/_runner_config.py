@@ -22,7 +22,9 @@ else:  # pragma: no cover
 from repogym.tree.store import Entry, Store
 from repogym.workspace import Workspace
 
-PACKAGE_JSON_KEYS = ("jest", "mocha")
+# package.json's keys that say how the tests run: jest's and mocha's configuration, and
+# the scripts `npm test` (and `npm run`) runs (issue 44).
+PACKAGE_JSON_KEYS = ("jest", "mocha", "scripts")
 # What configures pytest in each file it reads, in pytest 9's order (the first wins).
 _PYTEST_FILES = (
     ("pytest.toml", "toml"),
