@@ -325,14 +325,8 @@ def _make_room(run: dict[str, Entry], path: str) -> None:
 
 def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[str]:
     """Link the ignored dependency directories of the work tree into the copy."""
-    out = _git.git(
-        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root
-    )
     linked = []
-    for listed in out.decode("utf-8", "surrogateescape").split("\0"):
-        path = listed.rstrip("/")
-        if not listed.endswith("/") or PurePosixPath(path).name not in DEPENDENCY_DIRS:
-            continue
+    for path in dependency_dirs(root):
         if any(p.startswith(path + "/") for p in run):
             continue
         if switches_user() and not _reachable_by_others(root / path):
@@ -340,6 +334,44 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
         if _link_into(dest, path, root / path):
             linked.append(path)
     return linked
+
+
+def dependency_dirs(root: Path) -> list[str]:
+    """The ignored dependency directories of the work tree (``node_modules``, a
+    ``.venv``): what a run links rather than copies."""
+    out = _git.git(
+        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root
+    )
+    found = []
+    for listed in out.decode("utf-8", "surrogateescape").split("\0"):
+        path = listed.rstrip("/")
+        if listed.endswith("/") and PurePosixPath(path).name in DEPENDENCY_DIRS:
+            found.append(path)
+    return found
+
+
+def dependencies_state(root: Path) -> str:
+    """A digest of everything in the work tree's dependency directories: every entry's
+    path, kind, size, inode and change time (which no one can set back), a link's
+    target; following no link. What the base's runs see of the work tree (issue 44)."""
+    digest = hashlib.sha256()
+    for path in dependency_dirs(root):
+        pending = [str(root / path)]
+        while pending:
+            top = pending.pop()
+            with os.scandir(top) as entries:
+                for entry in sorted(entries, key=lambda e: e.name):
+                    info = entry.stat(follow_symlinks=False)
+                    digest.update(entry.path.encode("utf-8", "surrogateescape") + b"\0")
+                    digest.update(
+                        b"%o %d %d %d\0"
+                        % (info.st_mode, info.st_size, info.st_ino, info.st_ctime_ns)
+                    )
+                    if entry.is_symlink():
+                        digest.update(os.fsencode(os.readlink(entry.path)))  # noqa: PTH115
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+    return digest.hexdigest()
 
 
 def _link_into(dest: Path, path: str, target: Path) -> bool:
