@@ -47,7 +47,7 @@ from repogym.sandbox.users import switches_user
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs
-from repogym.tree.links import LinkInTree, open_regular, open_way, place
+from repogym.tree.links import LinkInTree, open_regular, open_way
 from repogym.tree.store import Entry, tree_entries
 from repogym.workspace import Workspace
 
@@ -131,7 +131,6 @@ def build(
     workspace: Workspace,
     config: TestsConfig,
     dest: Path,
-    hidden: tuple[Path | None, list[str]] = (None, []),
     *,
     links: bool = True,
     sides: Sides = GRADED,
@@ -167,23 +166,10 @@ def build(
     changed |= {p for p in merged if config_keys(store, base, p) != config_keys(store, fork, p)}
     workspace.copy(dest, run)
     guarded_state = {
-        p: (None if run.get(p) is None else run[p].sha)
+        p: (None if p not in run else run[p].sha)
         for p in guarded | set(merged)
-        if run.get(p) is None or run[p].regular
+        if p not in run or run[p].regular
     }
-    written = {
-        p: e.sha
-        for p, e in run.items()
-        if e.regular and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
-    }
-    source, files = hidden
-    for path in files:
-        assert source is not None
-        # In place of what the submission has there, a link on the way included: root
-        # copies them, and a committed `tests/hidden -> /elsewhere` sent them outside the
-        # copy; read without following a link of the hidden directory either, which
-        # would bring into the copy what it names (issue 19).
-        place(dest, path, from_tree=source)
     # In a container the work tree's paths mean nothing: dependencies are the image's.
     linked = _link_dependencies(workspace.root, dest, run) if links else []
     return RunFiles(
@@ -191,10 +177,19 @@ def build(
         linked=linked,
         changed_on_base=sorted(changed),
         guarded=guarded_state,
-        written=written,
+        written=_written(run),
         pytest=pytest_config(store, run),
         object_format=store.object_format,
     )
+
+
+def _written(run: dict[str, Entry]) -> dict[str, str]:
+    """The Python files and runner configuration files of ``run``, by path: blob ids."""
+    return {
+        p: e.sha
+        for p, e in run.items()
+        if e.regular and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
+    }
 
 
 def setup_wrote(tree: Path, files: RunFiles) -> list[str]:

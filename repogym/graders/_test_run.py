@@ -2,10 +2,12 @@
 
 A run is the spec's steps 1 to 4 ("TestGrader"): the copy written from the snapshot with
 what must be the base's in it (:mod:`repogym.graders._runfiles`, for the :class:`Sides`
-asked for), the hidden tests put in, ``setup`` then ``tests.command`` run with ``{junit}``
-pointing outside the copy, the report read; the copy is then removed. ``times`` runs the
-command again in the same copy after one ``setup``, each with a report of its own: how
-the base's runs tell a flaky test.
+asked for), ``setup`` run in it (and checked not to have written what must be the
+grader's: issue 44), the hidden tests put in, ``tests.command`` run with ``{junit}``
+pointing outside the copy (pytest started with the base's configuration:
+:mod:`repogym.graders._pytest_start`), the report read; the copy is then removed.
+``times`` runs the command again in the same copy after one ``setup``, each with a report
+of its own: how the base's runs tell a flaky test.
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ def run_tests(
         problem = _set_up(workspace, config, runner, tree, files)
         if problem is not None:
             return (TestRun(files, *problem),)
-        # The hidden tests go in after `setup`, which is the submission's code (issue 44).
+        # The hidden tests go in after `setup`, which is the submission's code (issue 44);
+        # in place of what is there, a link on the way included: root copies them, and a
+        # committed `tests/hidden -> /elsewhere` sent them outside the copy; read without
+        # following a link of the hidden directory either, which would bring into the
+        # copy what it names (issue 19).
         for path in hidden_files:
             assert hidden_root is not None
             place(tree, path, from_tree=hidden_root)
