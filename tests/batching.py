@@ -174,13 +174,16 @@ def make_tasks(root: Path) -> Path:
     return root / "tasks.jsonl"
 
 
-def run_repogym(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """``repogym ARGS...`` as a process."""
+def run_repogym(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``repogym ARGS...`` as a process (``env``: variables on top of ours)."""
     return subprocess.run(
         [sys.executable, "-m", "repogym", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=BACKSTOP,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -203,8 +206,10 @@ def interrupted(args: list[str], fifo: Path) -> tuple[subprocess.Popen[str], str
     return batch, err
 
 
-def run_batch(*args: str | Path, check: bool = False) -> subprocess.CompletedProcess[str]:
-    done = run_repogym("batch", *args)
+def run_batch(
+    *args: str | Path, check: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    done = run_repogym("batch", *args, env=env)
     assert not check or done.returncode in (0, 1), done.stdout + done.stderr
     return done
 
@@ -225,10 +230,11 @@ def comparable(line: dict[str, Any]) -> Any:
     return line
 
 
-def blocking_jobs(root: Path, fifo: Path) -> Path:
-    """Two jobs: the first's test waits until the test opens ``fifo``'s other end, the
-    second (the empty submission of another repository) is quick."""
-    repo = build_example_repo("bugfix", root / "slow", solution=True)
+def bugfix_that_waits(dest: Path, fifo: Path) -> Path:
+    """examples/bugfix at ``dest`` with its solution, the base with one more test, which
+    reads ``fifo`` until its other end is opened and closed: a grade whose tests run
+    until the test that made it says so."""
+    repo = build_example_repo("bugfix", dest, solution=True)
     git(repo, "checkout", "--quiet", "main")
     wait = f"\n\ndef test_waits():\n    with open({str(fifo)!r}) as f:\n        f.read()\n"
     test = repo / "tests/test_slugify.py"
@@ -236,6 +242,13 @@ def blocking_jobs(root: Path, fifo: Path) -> Path:
     git(repo, "commit", "--quiet", "-am", "a test that waits")
     git(repo, "checkout", "--quiet", "submission")
     git(repo, "rebase", "--quiet", "main")
+    return repo
+
+
+def blocking_jobs(root: Path, fifo: Path) -> Path:
+    """Two jobs: the first's test waits until the test opens ``fifo``'s other end, the
+    second (the empty submission of another repository) is quick."""
+    bugfix_that_waits(root / "slow", fifo)
     build_example_repo("bugfix", root / "plain", solution=False)
     jobs = root / "jobs.jsonl"
     jobs.write_text(

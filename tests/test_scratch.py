@@ -17,7 +17,7 @@ import pytest
 
 from repogym._demo import build_example_repo
 from repogym.tree import scratch
-from tests.batching import git
+from tests.batching import bugfix_that_waits
 from tests.waiting import BACKSTOP
 
 NAMESPACE = Path("/proc/self/ns/pid").stat().st_ino
@@ -66,15 +66,9 @@ def test_the_first_directory_of_a_process_removes_what_gone_makers_left() -> Non
 
 
 def test_a_grader_killed_mid_grade_leaves_nothing_after_the_next(tmp_path: Path) -> None:
-    repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
     fifo = tmp_path / "running"
     os.mkfifo(fifo)
-    git(repo, "checkout", "--quiet", "main")
-    test = repo / "tests/test_slugify.py"
-    test.write_text(test.read_text() + f"\n\ndef test_waits():\n    open({str(fifo)!r}).read()\n")
-    git(repo, "commit", "--quiet", "-am", "a test that waits")
-    git(repo, "checkout", "--quiet", "submission")
-    git(repo, "rebase", "--quiet", "main")
+    repo = bugfix_that_waits(tmp_path / "bugfix", fifo)
     command = [sys.executable, "-m", "repogym", "grade", "--base", "main"]
     grader = subprocess.Popen(
         command, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -132,10 +133,10 @@ tests:
   timeout: 60
 """
 # Job A's code, imported by its tests: a runner configuration and a plugin that passes
-# every test, where the other job's pytest looks, held there while that job runs.
+# every test, where the other job's pytest looks, held there until that job's tests ran
+# (they write a FIFO that the test shows to both through the seal).
 PLANT = """\
 import os
-import time
 
 PLUGIN = '''
 import pytest
@@ -153,7 +154,8 @@ for top in ("/tmp", "/dev/shm", os.environ.get("REPOGYM_COPIES", "/tmp")):
             f.write(PLUGIN)
     except OSError:
         pass
-time.sleep(8)  # while the other job's tests run
+with open({release!r}) as f:
+    f.read()  # until the other job's tests ran
 
 
 def value():
@@ -165,6 +167,14 @@ def batch_with_a_planter(tmp_path: Path) -> None:
     """``repogym batch --jobs 2``: job A plants a runner configuration and a plugin in the
     shared temporary directories while job B, a broken change, runs its tests: B must
     fail, and the grades leave nothing in /dev/shm."""
+    shown = Path(tempfile.mkdtemp(prefix="repogym-planter-"))
+    shown.chmod(0o755)
+    release = shown / "release"
+    os.mkfifo(release)
+    release.chmod(0o666)
+    plant = PLANT.replace("{release!r}", repr(str(release)))
+    broken = f"with open({str(release)!r}, 'w') as f:\n    f.write('ran')\n\n\n"
+    broken += "def value():\n    return 3\n"
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / ".repogym.yml").write_text(CROSS_TASK)
@@ -175,7 +185,7 @@ def batch_with_a_planter(tmp_path: Path) -> None:
     git(repo, "init", "--quiet", "--initial-branch=main")
     git(repo, "add", "--all")
     git(repo, "commit", "--quiet", "-m", "base")
-    for branch, code in (("planter", PLANT), ("broken", "def value():\n    return 3\n")):
+    for branch, code in (("planter", plant), ("broken", broken)):
         git(repo, "checkout", "--quiet", "-b", branch, "main")
         (repo / "value.py").write_text(code)
         git(repo, "commit", "--quiet", "-am", branch)
@@ -198,7 +208,7 @@ def batch_with_a_planter(tmp_path: Path) -> None:
     )
     out = tmp_path / "out.jsonl"
     before = set(Path("/dev/shm").glob("repogym-*"))
-    done = run_batch(jobs, "--output", out, "--jobs", "2")
+    done = run_batch(jobs, "--output", out, "--jobs", "2", env={"REPOGYM_SEAL_SHOW": str(shown)})
     try:
         lines = lines_of(out)
         assert lines["broken"]["passed"] is False, done.stdout + done.stderr
@@ -207,6 +217,7 @@ def batch_with_a_planter(tmp_path: Path) -> None:
         # process exits (a pool's worker never runs its exit handlers): 65 MB a job before.
         assert not set(Path("/dev/shm").glob("repogym-*")) - before
     finally:
+        shutil.rmtree(shown)
         for top in ("/tmp", "/dev/shm"):
             for name in ("pytest.ini", "repogym_planted.py"):
                 if Path(top, name).is_file() and "planted" in Path(top, name).read_text():

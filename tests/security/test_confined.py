@@ -21,7 +21,7 @@ import pytest
 from repogym._demo import build_example_repo
 from repogym.runner import Runner
 from repogym.sandbox import landlock, seal
-from tests.batching import git
+from tests.batching import bugfix_that_waits
 from tests.security._harness import Case
 from tests.security._sealing import (
     ADDED_TASK,
@@ -148,13 +148,7 @@ def test_a_confined_command_cannot_read_a_sealed_grades_copy(tmp_path: Path) -> 
     fifo = shown / "running"
     os.mkfifo(fifo)
     fifo.chmod(0o666)
-    repo = build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
-    git(repo, "checkout", "--quiet", "main")
-    test = repo / "tests/test_slugify.py"
-    test.write_text(test.read_text() + f"\n\ndef test_waits():\n    open({str(fifo)!r}).read()\n")
-    git(repo, "commit", "--quiet", "-am", "a test that waits")
-    git(repo, "checkout", "--quiet", "submission")
-    git(repo, "rebase", "--quiet", "main")
+    repo = bugfix_that_waits(tmp_path / "bugfix", fifo)
     env = {k: v for k, v in os.environ.items() if k != "REPOGYM_SEAL"}
     env["REPOGYM_SEAL_SHOW"] = str(shown)
     grader = subprocess.Popen(
