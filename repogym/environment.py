@@ -248,19 +248,18 @@ def _build_error(task: Task, dockerfile: str, rubric: str, why: str, log: list[s
     return (EngineError if unreached is None else OutageError)(*lines)
 
 
-# What the engine, or a program a build runs, says when the network is not there.
+# What the engine, or a program a build runs, says when the network is not there (in
+# lower case: matched whatever the case of the message).
 _UNREACHED = (
     "no such host",
-    "Temporary failure in name resolution",
-    "Could not resolve host",
-    "Name or service not known",
+    "temporary failure in name resolution",
+    "could not resolve host",
+    "name or service not known",
     "i/o timeout",
     "connection refused",
-    "Connection refused",
     "network is unreachable",
-    "Network is unreachable",
-    "TLS handshake timeout",
-    "Client.Timeout exceeded",
+    "tls handshake timeout",
+    "client.timeout exceeded",
 )
 _OUTAGE = (
     "the engine could not reach the network ({}): not the task's to fix, grade again once "
@@ -270,7 +269,8 @@ _OUTAGE = (
 
 def _unreached(text: str) -> str | None:
     """What in ``text`` says the network could not be reached, if anything does."""
-    return next((marker for marker in _UNREACHED if marker in text), None)
+    lowered = text.lower()
+    return next((marker for marker in _UNREACHED if marker in lowered), None)
 
 
 @dataclass(frozen=True, slots=True)
