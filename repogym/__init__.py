@@ -5,7 +5,16 @@ starts with an underscore, may change without notice.
 """
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
+
+# `python -m repogym grade` in a pull request's checkout puts that checkout first on
+# sys.path, and every module the grader imports after this one would be looked for there
+# first: an `org/python/core.py` of the pull request's runs when `copy` tries it (issue
+# 44). Out, before anything else is imported; the package itself is found already.
+if sys.argv[:1] == ["-m"] and sys.path and sys.path[0] in (os.getcwd(), ""):  # noqa: PTH109
+    del sys.path[0]
 
 
 def _version() -> str:

@@ -32,7 +32,7 @@ import hashlib
 from dataclasses import dataclass
 
 from repogym.container.runner import AnyRunner, ContainerRunner
-from repogym.graders._runfiles import Sides
+from repogym.graders._runfiles import Sides, dependencies_state
 from repogym.graders._test_run import Hidden, TestRun, run_tests
 from repogym.junit import Outcome
 from repogym.task import TestsConfig
@@ -93,6 +93,9 @@ def base_runs(
             _hidden_digest(hidden),
             _environment(runner),
             str(times),
+            # The dependency directories a run links from the work tree: an earlier
+            # grade's must not decide this one's (in a container, the image's are used).
+            "" if isinstance(runner, ContainerRunner) else dependencies_state(workspace.root),
         ),
     )
 

@@ -12,7 +12,7 @@ submission *added* is told against the merge base. What is the base's in it:
   collected, which plugins load or how results are written. A file of that kind that the
   submission added is removed, one it changed is the base's again (:data:`RUNNER_FILES`);
   of ``pyproject.toml`` only the ``[tool.pytest...]`` tables, of ``package.json`` only the
-  keys that configure jest and mocha;
+  keys that configure jest and mocha and the scripts npm runs;
 - modules at the top of the tree (or of ``src/``, or of the base's pytest ``pythonpath``)
   that the submission added and that shadow the runner or the standard library
   (``pytest.py``, ``cmd.py``), and package metadata there (``*.dist-info``), whose entry
@@ -27,19 +27,27 @@ submission.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from repogym.graders._runner_config import config_keys, merge_config_keys, pythonpath_dirs
+from repogym.graders._pytest_start import CONFIG_ORDER
+from repogym.graders._runner_config import (
+    PytestConfig,
+    config_keys,
+    merge_config_keys,
+    pytest_config,
+    pythonpath_dirs,
+)
 from repogym.sandbox.users import switches_user
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs
-from repogym.tree.links import LinkInTree, open_way, place
+from repogym.tree.links import LinkInTree, open_regular, open_way
 from repogym.tree.store import Entry, tree_entries
 from repogym.workspace import Workspace
 
@@ -48,6 +56,8 @@ RUNNER_FILES = frozenset(
     {
         # pytest (setup.cfg and tox.ini hold its [tool:pytest] / [pytest] sections)
         "conftest.py",
+        "pytest.toml",
+        ".pytest.toml",
         "pytest.ini",
         ".pytest.ini",
         "tox.ini",
@@ -60,12 +70,27 @@ RUNNER_FILES = frozenset(
         ".babelrc",
         ".babelrc.js",
         ".babelrc.json",
+        # vitest (and the vite configuration it falls back to)
+        *(
+            f"{n}.{e}"
+            for n in ("vitest.config", "vite.config", "vitest.workspace")
+            for e in ("js", "cjs", "mjs", "ts", "cts", "mts")
+        ),
+        # npm's, yarn's and pnpm's own: how `npm test` runs (script-shell, node-options)
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        # go: a workspace file points a module's path at another directory
+        "go.work",
+        "go.work.sum",
     }
 )
 # Modules the runner imports by name, which a file at the top of the tree would shadow.
 RUNNER_MODULES = frozenset(
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "xmlrunner", "unittest"}
 )
+CONFIG_NAMES = frozenset(CONFIG_ORDER)
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv"})
 
 
@@ -93,13 +118,19 @@ class RunFiles:
     # Paths of the rubric (test files, runner configuration) that the base changed since
     # the merge base: what an out-of-date pull request may fail on (issue 19).
     changed_on_base: list[str] = field(default_factory=list)
+    # What must be in the run as the grader wrote it, by path: a git blob id, None where
+    # nothing may be (issue 44: a `setup` that writes one of them is refused by name).
+    guarded: Mapping[str, str | None] = field(default_factory=dict)
+    # The Python files and runner configuration files written, by path: their blob ids.
+    written: Mapping[str, str] = field(default_factory=dict)
+    pytest: PytestConfig = field(default_factory=PytestConfig)
+    object_format: str = "sha1"  # the hash of the blob ids
 
 
 def build(
     workspace: Workspace,
     config: TestsConfig,
     dest: Path,
-    hidden: tuple[Path | None, list[str]] = (None, []),
     *,
     links: bool = True,
     sides: Sides = GRADED,
@@ -134,17 +165,52 @@ def build(
     changed = {p for p in guarded if base.get(p) != fork.get(p)}
     changed |= {p for p in merged if config_keys(store, base, p) != config_keys(store, fork, p)}
     workspace.copy(dest, run)
-    source, files = hidden
-    for path in files:
-        assert source is not None
-        # In place of what the submission has there, a link on the way included: root
-        # copies them, and a committed `tests/hidden -> /elsewhere` sent them outside the
-        # copy; read without following a link of the hidden directory either, which
-        # would bring into the copy what it names (issue 19).
-        place(dest, path, from_tree=source)
+    guarded_state = {
+        p: (None if p not in run else run[p].sha)
+        for p in guarded | set(merged)
+        if p not in run or run[p].regular
+    }
     # In a container the work tree's paths mean nothing: dependencies are the image's.
     linked = _link_dependencies(workspace.root, dest, run) if links else []
-    return RunFiles(restored=sorted(restored), linked=linked, changed_on_base=sorted(changed))
+    return RunFiles(
+        restored=sorted(restored),
+        linked=linked,
+        changed_on_base=sorted(changed),
+        guarded=guarded_state,
+        written=_written(run),
+        pytest=pytest_config(store, run),
+        object_format=store.object_format,
+    )
+
+
+def _written(run: dict[str, Entry]) -> dict[str, str]:
+    """The Python files and runner configuration files of ``run``, by path: blob ids."""
+    return {
+        p: e.sha
+        for p, e in run.items()
+        if e.regular and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
+    }
+
+
+def setup_wrote(tree: Path, files: RunFiles) -> list[str]:
+    """The paths of ``files.guarded`` that are not as the grader wrote them in ``tree``
+    (after ``setup``, which runs before the tests are put in place)."""
+    found = {p: _blob_at(tree, p, files.object_format) for p in files.guarded}
+    return [p for p, want in sorted(files.guarded.items()) if found[p] != want]
+
+
+def _blob_at(tree: Path, path: str, object_format: str) -> str | None:
+    """The git blob id of the regular file ``path`` of ``tree``, read without following a
+    link; None where there is none, "" where something else stands."""
+    try:
+        fd = open_regular(tree, path)
+    except FileNotFoundError:
+        return None
+    except (LinkInTree, OSError):
+        return ""
+    with os.fdopen(fd, "rb") as file:
+        data = file.read()
+    return hashlib.new(object_format, b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _put(run: dict[str, Entry], path: str, entry: Entry | None) -> None:
@@ -254,14 +320,8 @@ def _make_room(run: dict[str, Entry], path: str) -> None:
 
 def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[str]:
     """Link the ignored dependency directories of the work tree into the copy."""
-    out = _git.git(
-        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root
-    )
     linked = []
-    for listed in out.decode("utf-8", "surrogateescape").split("\0"):
-        path = listed.rstrip("/")
-        if not listed.endswith("/") or PurePosixPath(path).name not in DEPENDENCY_DIRS:
-            continue
+    for path in dependency_dirs(root):
         if any(p.startswith(path + "/") for p in run):
             continue
         if switches_user() and not _reachable_by_others(root / path):
@@ -269,6 +329,44 @@ def _link_dependencies(root: Path, dest: Path, run: dict[str, Entry]) -> list[st
         if _link_into(dest, path, root / path):
             linked.append(path)
     return linked
+
+
+def dependency_dirs(root: Path) -> list[str]:
+    """The ignored dependency directories of the work tree (``node_modules``, a
+    ``.venv``): what a run links rather than copies."""
+    out = _git.git(
+        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], root
+    )
+    found = []
+    for listed in out.decode("utf-8", "surrogateescape").split("\0"):
+        path = listed.rstrip("/")
+        if listed.endswith("/") and PurePosixPath(path).name in DEPENDENCY_DIRS:
+            found.append(path)
+    return found
+
+
+def dependencies_state(root: Path) -> str:
+    """A digest of everything in the work tree's dependency directories: every entry's
+    path, kind, size, inode and change time (which no one can set back), a link's
+    target; following no link. What the base's runs see of the work tree (issue 44)."""
+    digest = hashlib.sha256()
+    for path in dependency_dirs(root):
+        pending = [str(root / path)]
+        while pending:
+            top = pending.pop()
+            with os.scandir(top) as entries:
+                for entry in sorted(entries, key=lambda e: e.name):
+                    info = entry.stat(follow_symlinks=False)
+                    digest.update(entry.path.encode("utf-8", "surrogateescape") + b"\0")
+                    digest.update(
+                        b"%o %d %d %d\0"
+                        % (info.st_mode, info.st_size, info.st_ino, info.st_ctime_ns)
+                    )
+                    if entry.is_symlink():
+                        digest.update(os.fsencode(os.readlink(entry.path)))  # noqa: PTH115
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+    return digest.hexdigest()
 
 
 def _link_into(dest: Path, path: str, target: Path) -> bool:

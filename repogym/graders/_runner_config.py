@@ -10,6 +10,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -21,7 +22,73 @@ else:  # pragma: no cover
 from repogym.tree.store import Entry, Store
 from repogym.workspace import Workspace
 
-PACKAGE_JSON_KEYS = ("jest", "mocha")
+# package.json's keys that say how the tests run: jest's and mocha's configuration, and
+# the scripts `npm test` (and `npm run`) runs (issue 44).
+PACKAGE_JSON_KEYS = ("jest", "mocha", "scripts")
+# What configures pytest in each file it reads, in pytest 9's order (the first wins).
+_PYTEST_FILES = (
+    ("pytest.toml", "toml"),
+    (".pytest.toml", "toml"),
+    ("pytest.ini", "ini"),
+    (".pytest.ini", "ini"),
+    ("pyproject.toml", "pyproject"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+_PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class PytestConfig:
+    """The pytest configuration file at the top of a run's tree and the plugins it
+    requires (``required_plugins``, distribution names)."""
+
+    path: str | None = None
+    plugins: tuple[str, ...] = ()
+
+
+def pytest_config(store: Store, run: dict[str, Entry]) -> PytestConfig:
+    """The file pytest reads at the top of ``run`` (a tree's entries), as pytest 9 picks it."""
+    for name, kind in _PYTEST_FILES:
+        entry = run.get(name)
+        if entry is None or not entry.regular:
+            continue
+        options = _pytest_options(store.read_blob(entry.sha), kind)
+        if options is None:
+            continue  # a file with no pytest section: pytest reads on
+        value = options.get("required_plugins", [])
+        words = value.split() if isinstance(value, str) else [str(v) for v in value]
+        plugins = tuple(m.group(0) for m in map(_PLUGIN_NAME.match, words) if m is not None)
+        return PytestConfig(name, plugins)
+    return PytestConfig()
+
+
+def _pytest_options(data: bytes, kind: str) -> dict[str, Any] | None:
+    """The pytest options of a configuration file's text; None when it has no section
+    that pytest reads (a pytest.ini or pytest.toml is pytest's even when empty)."""
+    if kind in ("toml", "pyproject"):
+        doc = _toml(data)
+        if doc is None:
+            return {} if kind == "toml" else None
+        if kind == "toml":
+            table = doc.get("pytest")
+            return table if isinstance(table, dict) else {}
+        tables = _pytest_tables(doc)
+        if not isinstance(tables, dict):
+            return None
+        options = tables.get("ini_options", tables)
+        return options if isinstance(options, dict) else {}
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read_string(data.decode("utf-8", "replace"))
+    except configparser.Error:
+        return {} if kind == "ini" else None
+    section = "pytest" if kind == "ini" else kind
+    if not parser.has_section(section):
+        return {} if kind == "ini" else None
+    return dict(parser.items(section))
+
+
 _PYTEST_TABLE = re.compile(r"^\s*\[\s*tool\s*\.\s*pytest\b[^\]]*\]\s*(#.*)?$")
 _TABLE = re.compile(r"^\s*\[")
 

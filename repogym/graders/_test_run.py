@@ -2,22 +2,25 @@
 
 A run is the spec's steps 1 to 4 ("TestGrader"): the copy written from the snapshot with
 what must be the base's in it (:mod:`repogym.graders._runfiles`, for the :class:`Sides`
-asked for), the hidden tests put in, ``setup`` then ``tests.command`` run with ``{junit}``
-pointing outside the copy, the report read; the copy is then removed. ``times`` runs the
-command again in the same copy after one ``setup``, each with a report of its own: how
-the base's runs tell a flaky test.
+asked for), ``setup`` run in it (and checked not to have written what must be the
+grader's: issue 44), the hidden tests put in, ``tests.command`` run with ``{junit}``
+pointing outside the copy (pytest started with the base's configuration:
+:mod:`repogym.graders._pytest_start`), the report read; the copy is then removed.
+``times`` runs the command again in the same copy after one ``setup``, each with a report
+of its own: how the base's runs tell a flaky test.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
-from repogym.graders import _runfiles
+from repogym.graders import _pytest_start, _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
@@ -69,38 +72,71 @@ def run_tests(
     copies = copies_dir(workspace.snapshot().size)
     with scratch.held("repogym-tests-", copies, commands=True) as holder:
         tree = Path(holder) / "tree"
-        # With network for `setup` only, the hidden tests go in after it (issue 20).
-        late = bool(workspace.task.setup and _setup_has_network(runner) and hidden_files)
-        given = (hidden_root, [] if late else hidden_files)
         in_container = isinstance(runner, ContainerRunner)
-        files = _runfiles.build(workspace, config, tree, given, links=not in_container, sides=sides)
-        failed = _set_up(workspace, config, runner, tree)
-        if failed is not None:
-            return (TestRun(files, failed, {}, f"setup command failed ({failed.describe()})"),)
-        if late:
-            for path in hidden_files:
-                assert hidden_root is not None
-                place(tree, path, from_tree=hidden_root)
-            runner.add(tree, hidden_files)
+        files = _runfiles.build(workspace, config, tree, links=not in_container, sides=sides)
+        problem = _set_up(workspace, config, runner, tree, files)
+        if problem is not None:
+            return (TestRun(files, *problem),)
+        # The hidden tests go in after `setup`, which is the submission's code (issue 44);
+        # in place of what is there, a link on the way included: root copies them, and a
+        # committed `tests/hidden -> /elsewhere` sent them outside the copy; read without
+        # following a link of the hidden directory either, which would bring into the
+        # copy what it names (issue 19).
+        for path in hidden_files:
+            assert hidden_root is not None
+            place(tree, path, from_tree=hidden_root)
+        runner.add(tree, hidden_files)
+        files = _with_hidden(files, hidden)
         return tuple(_run_once(config, runner, tree, files, n) for n in range(times))
 
 
-def _setup_has_network(runner: AnyRunner) -> bool:
-    return isinstance(runner, ContainerRunner) and runner.network == "setup"
+def _with_hidden(files: RunFiles, hidden: Hidden) -> RunFiles:
+    """``files`` with the hidden tests among the files written (their blob ids)."""
+    root, paths = hidden
+    if not paths:
+        return files
+    assert root is not None
+    written = dict(files.written)
+    for path in paths:
+        data = (root / path).read_bytes()
+        header = b"blob %d\0" % len(data)
+        written[path] = hashlib.new(files.object_format, header + data).hexdigest()
+    return replace(files, written=written)
 
 
 def _set_up(
-    workspace: Workspace, config: TestsConfig, runner: AnyRunner, tree: Path
-) -> CommandResult | None:
-    """Run ``setup`` in ``tree``; its result when it failed. A program the shell did not
-    find is the machine's or the environment's to install (issue 20)."""
+    workspace: Workspace, config: TestsConfig, runner: AnyRunner, tree: Path, files: RunFiles
+) -> tuple[CommandResult, dict[str, TestResult], str] | None:
+    """Run ``setup`` in ``tree``; what the run came to when it failed or wrote one of the
+    files that must be the grader's. A program the shell did not find is the machine's
+    or the environment's to install (issue 20).
+
+    Where the commands see the tree itself, the files are checked; in a container, the
+    grader's are copied in again over whatever setup made of them (the pytest guard
+    checks those pytest reads)."""
     if not workspace.task.setup:
         return None
     setup = runner.run(
         workspace.task.setup, tree, timeout=config.timeout, writable=[tree], network=True
     )
     _notfound.check_run(runner, setup, "setup")
-    return None if setup.ok else setup
+    if not setup.ok:
+        return setup, {}, f"setup command failed ({setup.describe()})"
+    if isinstance(runner, ContainerRunner):
+        runner.add(tree, [p for p, blob in files.guarded.items() if blob is not None])
+        return None
+    wrote = _runfiles.setup_wrote(tree, files)
+    if wrote:
+        shown = ", ".join(wrote[:5]) + (f" and {len(wrote) - 5} more" if len(wrote) > 5 else "")
+        return (
+            setup,
+            {},
+            (
+                f"setup wrote {shown}, which must be the grader's (the task's tests and the "
+                "runner's configuration): a setup command may not write them"
+            ),
+        )
+    return None
 
 
 def _run_once(
@@ -113,10 +149,24 @@ def _run_once(
     reports.mkdir()
     junit = reports / "junit.xml"
     command = config.command.replace("{junit}", shlex.quote(str(junit)))
+    if _pytest_start.runs_pytest(config.command):
+        command = _pytest_start.prepare(
+            command,
+            tree,
+            reports,
+            files.written,
+            config=files.pytest.path,
+            plugins=files.pytest.plugins,
+            object_format=files.object_format,
+        )
     run = runner.run(
         command, tree, timeout=config.timeout, writable=[tree, reports], collect=[reports]
     )
+    run = replace(run, command=config.command)
     _notfound.check_run(runner, run, "tests.command")
+    refused = _pytest_start.refusal(reports)
+    if refused is not None:
+        return TestRun(files, run, {}, refused)
     if run.timed_out:
         return TestRun(files, run, {}, f"the test command {run.describe()}")
     try:

@@ -28,6 +28,8 @@ from repogym.container.engine import docker_module
 from tests import docker as cli
 from tests.container import envprobes as probes
 from tests.container.envtask import (
+    HOST,
+    LABEL,
     Peak,
     commands,
     disk_use,
@@ -39,6 +41,8 @@ from tests.container.envtask import (
     task_repo,
     wait_for_test_command,
 )
+
+KEEPER = "/bin/sh -c 'read -r _'"
 
 
 @pytest.fixture(scope="session")
@@ -248,6 +252,17 @@ def test_a_killed_grader_leaves_nothing_after_the_next_grade(
         process.communicate()
     left = commands(engine, process.pid)
     assert any("pytest" in x and x.endswith(" running") for x in left), left
+    # The keeper, left too, runs a binary of the image's: as confined as a command,
+    # with no network of the host's (issue 44).
+    mine = engine.api.containers(all=True, filters={"label": f"{LABEL}.owner"})
+    [keeper] = [
+        c
+        for c in mine
+        if c["Command"] == KEEPER
+        and c["Labels"][f"{LABEL}.owner"].startswith(f"{HOST}/{process.pid}/")
+    ]
+    host = engine.api.inspect_container(keeper["Id"])["HostConfig"]
+    assert (host["NetworkMode"], host["ReadonlyRootfs"], host["CapDrop"]) == ("none", True, ["ALL"])
     graded = grade(task_repo(tmp_path / "next", probes.NOTHING), tmp_path / "report.json")
     assert graded.passed, graded.output
     assert owned(engine, process.pid) == []

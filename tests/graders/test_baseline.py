@@ -444,3 +444,33 @@ def test_a_hidden_test_made_to_look_rerun_is_not_named(repo: Repo) -> None:
     [tests] = [c for c in report["components"] if c["name"] == "tests"]
     assert tests["details"]["flaky"], "the rewrite made no test look rerun"
     assert "secret" not in json.dumps(report)
+
+
+def test_the_bases_runs_are_made_again_when_the_linked_dependencies_change(repo: Repo) -> None:
+    # Issue 44: a first grade whose ignored node_modules/dep throws finds no test passing
+    # at the base; a second grade, the dependency fixed, must not take that over, or a
+    # change that breaks `multiplies` would break no regression test.
+    if shutil.which("node") is None:
+        pytest.fail("node is not installed: this test needs Node.js 20")
+    calc = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
+    old = (
+        "const { test } = require('node:test');\nconst assert = require('node:assert');\n"
+        "require('dep');\nconst calc = require('../calc');\n"
+        "test('multiplies', () => { assert.strictEqual(calc.mul(2, 3), 6); });\n"
+    )
+    files = {".repogym.yml": "", ".gitignore": "node_modules/\n", "calc.js": calc}
+    repo.commit("base", {**files, "test/calc.test.js": old})
+    repo.branch("pr")
+    text = task(command=NODE)
+    added = old.replace("multiplies", "adds").replace("mul(2, 3), 6", "add(2, 3), 5")
+    dep = repo.root / "node_modules" / "dep" / "index.js"
+    dep.parent.mkdir(parents=True)
+    dep.write_text("throw new Error('not installed yet');\n")
+    first = TestGrader().grade(Workspace.open(repo.root, base="main", task=parse_task(text)))
+    assert first.details["baseline"]["counts"]["regression_tests"] == 0
+    dep.write_text("module.exports = {};\n")
+    fixed = calc.replace("a - b", "a + b").replace("a * b", "a ** b")
+    repo.write({"calc.js": fixed, "test/add.test.js": added})
+    second = TestGrader().grade(Workspace.open(repo.root, base="main", task=parse_task(text)))
+    broken = second.details["baseline"]["broken"]
+    assert [b.rsplit("::", 1)[-1] for b in broken] == ["multiplies"], second.messages

@@ -10,12 +10,16 @@ exactly as it ships.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from tests.security import _payloads as p
-from tests.security._harness import LOOSE_TASK, Case
+from tests.security._harness import LOOSE_TASK, NODE_MODULES, Case
 from tests.security._node import (
+    BROKEN_DOUBLE,
+    MOCHA_TASK,
+    MOCHA_TEST,
     needs_node,
     node_base,
 )
@@ -83,6 +87,31 @@ ATTACKS = {
         "evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = evil\n",
         "evil.py": EVIL_PLUGIN,
     },
+    # Issue 44: what the list of file names forgot. pytest 9 reads pytest.toml and
+    # .pytest.toml before every other configuration file.
+    "pytest_toml": {
+        "pytest.toml": '[pytest]\npythonpath = ["src"]\naddopts = ["-p", "evil"]\n',
+        "evil.py": EVIL_PLUGIN,
+    },
+    "hidden_pytest_toml": {
+        ".pytest.toml": '[pytest]\npythonpath = ["src"]\naddopts = ["-p", "evil"]\n',
+        "evil.py": EVIL_PLUGIN,
+    },
+    # The same distribution, its directory's suffix in upper case: importlib.metadata
+    # finds it all the same.
+    "upper_case_dist_info": {
+        "evil-1.0.DIST-INFO/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+        "evil-1.0.DIST-INFO/entry_points.txt": "[pytest11]\nevil = evil\n",
+        "evil.py": EVIL_PLUGIN,
+    },
+    # Packages the runner imports at start-up that are neither its own nor the standard
+    # library's: pygments (pytest's highlighting), org.python.core (tried by `copy`).
+    "top_level_pygments": {"pygments/__init__.py": TAKEOVER},
+    "org_python_core": {
+        "org/__init__.py": "",
+        "org/python/__init__.py": "",
+        "org/python/core.py": TAKEOVER,
+    },
 }
 # pytest reads the first of pytest.ini, .pytest.ini, pyproject.toml, tox.ini, setup.cfg
 # that has its section: the others need the base's pytest.ini out of the way.
@@ -134,3 +163,62 @@ def test_node_runner_configuration_is_the_bases(case: Case, attack: str) -> None
     patch = ASSERT_PATCH if runner == "mocha" else JEST_PATCH
     case.submit({**files, "src/patch.js": patch})
     case.grade().check("fail_to_pass: 0 of 1 passed")
+
+
+# -- npm test (issue 44) ---------------------------------------------------------------
+
+NPM_SCRIPT = (
+    f"node {NODE_MODULES}/mocha/bin/mocha.js --reporter {NODE_MODULES}/mocha-junit-reporter "
+    "--reporter-options jenkinsMode=true,suiteTitleSeparatedBy=:: 'test/*.spec.js'"
+)
+NPM_TASK = MOCHA_TASK.replace(
+    MOCHA_TASK.split("command: |-\n")[1].split("\n  fail_to_pass")[0],
+    "    MOCHA_FILE={junit} npm test",
+)
+# What a test script of the submission's writes where the report goes: every test passes.
+FORGE_MOCHA = (
+    "require('node:fs').writeFileSync(process.env.MOCHA_FILE, '<testsuites><testsuite "
+    'name="double"><testcase classname="double" name="doubles two" file="test/double.spec.js"/>'
+    '<testcase classname="double" name="doubles zero" file="test/double.spec.js"/>'
+    "</testsuite></testsuites>');\n"
+)
+NPM_ATTACKS = {
+    # `npm test` runs the scripts.test of the package.json it finds: the submission's.
+    "scripts_test": {
+        "package.json": json.dumps({"name": "x", "scripts": {"test": "node src/forge.js"}}),
+        "src/forge.js": FORGE_MOCHA,
+    },
+    # npm reads the project's .npmrc: node-options preloads the submission's code in
+    # every node process the script starts...
+    "npmrc_node_options": {
+        ".npmrc": "node-options=--require ./src/patch.js\n",
+        "src/patch.js": ASSERT_PATCH,
+    },
+    # ...and script-shell names the program that runs the script.
+    "npmrc_script_shell": {
+        ".npmrc": "script-shell=./src/shell.sh\n",
+        "src/shell.sh": "#!/bin/sh\nexec node src/forge.js\n",
+        "src/forge.js": FORGE_MOCHA,
+    },
+}
+
+
+@needs_node
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+@pytest.mark.parametrize("attack", sorted(NPM_ATTACKS))
+def test_npm_test_runs_the_bases_script(case: Case, attack: str) -> None:
+    package = {"name": "x", "private": True, "scripts": {"test": NPM_SCRIPT}}
+    case.base(
+        task=NPM_TASK,
+        files={
+            "test/double.spec.js": MOCHA_TEST,
+            "src/double.js": BROKEN_DOUBLE,
+            "package.json": json.dumps(package),
+        },
+    )
+    case.submit(NPM_ATTACKS[attack], commit=False)
+    if attack == "npmrc_script_shell":
+        (case.repo.root / "src" / "shell.sh").chmod(0o755)
+    case.repo.commit("attack")
+    graded = case.grade()
+    graded.check("fail_to_pass: 0 of 1 passed")

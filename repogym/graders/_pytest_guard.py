@@ -1,0 +1,207 @@
+"""The grader's plugin in every pytest run it starts (issue 44), copied next to the run's
+report as ``repogym_pytest_guard.py`` and loaded by ``-p`` before any file of the tree is
+imported: it has no import of repogym's, and runs on the Python of the task's environment
+(3.8 and later) and on pytest 7 and later.
+
+The grader starts pytest with the tree off ``sys.path`` (``PYTHONSAFEPATH``), plugin
+autoload off and this module on ``PYTHONPATH`` (:mod:`repogym.graders._pytest_start`).
+What the module then holds the runner to, from ``$REPOGYM_PYTEST_MANIFEST`` (the files
+the grader wrote into the run, by path and git blob id):
+
+- the configuration file pytest read is one of those files, as written;
+- no module was imported from the tree before this one: the runner is the environment's;
+- the plugins are the base's: the ``pytest11`` entry points of the distributions its
+  configuration names in ``required_plugins``, loaded while the tree is still off
+  ``sys.path`` (a ``*.DIST-INFO`` of the tree's is never seen);
+- every ``conftest.py`` and every test module pytest imports is one of the files the
+  grader wrote, byte for byte (one a ``setup`` or the run itself wrote is refused by name);
+- then, for ``python -m pytest``, the invocation directory goes first on ``sys.path``, as
+  ``-m`` would have put it: the tests import the tree's code as they always did.
+
+A refusal is one line on stderr and in ``$REPOGYM_PYTEST_REFUSED``, and pytest stops with
+exit status 4 (a usage error) before it runs a test. The variables the grader set are
+taken out of ``os.environ`` at import: a process the tests start gets the task's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTHONPATH")
+_SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox"}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _restore_environment() -> dict[str, str]:
+    """Put back the variables the grader set (``REPOGYM_WAS_<name>``: ``=value``, or
+    empty where it was not set); the grader's own, for this module."""
+    for name in _SET:
+        was = os.environ.pop(f"REPOGYM_WAS_{name}", "")
+        if was.startswith("="):
+            os.environ[name] = was[1:]
+        else:
+            os.environ.pop(name, None)
+    return {
+        k: os.environ.pop(k)
+        for k in ("REPOGYM_PYTEST_MANIFEST", "REPOGYM_PYTEST_REFUSED")
+        if k in os.environ
+    }
+
+
+_OURS = _restore_environment()
+_MANIFEST: dict[str, Any] = {}
+if "REPOGYM_PYTEST_MANIFEST" in _OURS:
+    _MANIFEST = json.loads(Path(_OURS["REPOGYM_PYTEST_MANIFEST"]).read_text(encoding="utf-8"))
+_TREE = Path(_MANIFEST.get("tree", Path.cwd()))
+_FILES: dict[str, str] = _MANIFEST.get("files", {})
+_SESSION: list[bool] = []  # not empty once the session started
+
+
+def _refuse(why: str, *, early: bool = False) -> None:
+    """Stop pytest with ``why``: a usage error before the session, an exit in it."""
+    line = f"repogym: {why}"
+    refused = _OURS.get("REPOGYM_PYTEST_REFUSED")
+    if refused:
+        Path(refused).write_text(line + "\n", encoding="utf-8")
+    if early:
+        raise pytest.UsageError(line)
+    pytest.exit(line, returncode=4)
+
+
+def _blob_id(path: Path) -> str | None:
+    """The git blob id of the file at ``path`` (not followed if a link), None if none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        data = file.read()
+    header = b"blob %d\0" % len(data)
+    return hashlib.new(_MANIFEST.get("object_format", "sha1"), header + data).hexdigest()
+
+
+def _relative(path: Path) -> str | None:
+    try:
+        # Not resolved: a link's own path is what pytest imports by.
+        return Path(os.path.abspath(path)).relative_to(_TREE).as_posix()  # noqa: PTH100
+    except ValueError:
+        return None
+
+
+def _check_written(path: Path, what: str, *, early: bool = False) -> None:
+    """Refuse ``path`` (in the tree) unless it is a file the grader wrote, as written."""
+    relative = _relative(path)
+    if relative is None:
+        return  # outside the tree: the environment's
+    if _FILES.get(relative) is None or _blob_id(path) != _FILES[relative]:
+        _refuse(
+            f"{relative}: pytest would read this {what}, and it is not the file the grader "
+            "wrote there (a setup command or the run itself wrote it): its tests are "
+            "the task's and must not be changed",
+            early=early,
+        )
+
+
+def _imported_from_tree() -> str | None:
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and _relative(Path(file)) is not None:
+            return name
+    return None
+
+
+def _load_plugins(config: pytest.Config) -> None:
+    """The entry points of the distributions the base's configuration requires."""
+    from importlib import metadata
+
+    manager = config.pluginmanager
+    for wanted in _MANIFEST.get("plugins", []):
+        match = _NAME.match(wanted)
+        if match is None:
+            continue
+        try:
+            dist = metadata.distribution(match.group(0))
+        except metadata.PackageNotFoundError:
+            continue  # pytest says which required plugin is missing
+        for point in dist.entry_points:
+            if point.group == "pytest11":
+                manager.load_setuptools_entrypoints("pytest11", name=point.name)
+
+
+def _check_conftests(config: pytest.Config) -> None:
+    """Check each conftest.py as pytest is about to import it (its own method for that,
+    the same from pytest 7 on), else every one in the tree now."""
+    manager = config.pluginmanager
+    original = getattr(manager, "_importconftest", None)
+    if original is None:
+        for top, dirs, files in os.walk(_TREE):
+            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+            if "conftest.py" in files:
+                _check_written(Path(top) / "conftest.py", "conftest.py", early=True)
+        return
+
+    def checked(path: object, *args: object, **kwargs: object) -> object:
+        _check_written(Path(str(path)), "conftest.py", early=not _SESSION)
+        return original(path, *args, **kwargs)
+
+    manager._importconftest = checked  # type: ignore[method-assign,assignment]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    if not _MANIFEST:
+        return
+    read = getattr(early_config, "inipath", None)
+    if read is not None:
+        _check_written(Path(read), "configuration file", early=True)
+    early = _imported_from_tree()
+    if early is not None:
+        _refuse(
+            f"the module {early} was imported from the tree before the tests started; "
+            "run pytest on Python 3.11 or later, whose PYTHONSAFEPATH keeps the tree off "
+            "sys.path until then",
+            early=True,
+        )
+    _load_plugins(early_config)
+    _check_conftests(early_config)
+    for lazy in ("pygments.lexers.python", "pygments.lexers.diff", "pygments.formatters"):
+        with contextlib.suppress(ImportError):
+            __import__(lazy)  # pytest imports them late, with the tree on sys.path
+    if sys.argv and sys.argv[0].endswith("__main__.py"):  # python -m pytest
+        sys.path.insert(0, str(early_config.invocation_params.dir))
+
+
+if hasattr(pytest, "Dir"):  # pytest 8 and later: a directory's conftest.py, __init__.py
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(path: Path) -> None:
+        if _MANIFEST and (path / "__init__.py").exists():
+            _check_written(path / "__init__.py", "package __init__.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart() -> None:
+    _SESSION.append(True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path) -> None:
+    if _MANIFEST:
+        _check_written(module_path, "test module")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Again just before the module is imported: pytest makes every module of a
+    directory before it imports the first, whose code may rewrite the next."""
+    if _MANIFEST and isinstance(collector, pytest.Module):
+        _check_written(collector.path, "test module")

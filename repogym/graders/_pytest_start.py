@@ -1,0 +1,111 @@
+"""How the grader starts pytest (issue 44): with the base's configuration named, not found.
+
+A list of the file names pytest reads (:data:`repogym.graders._runfiles.RUNNER_FILES`)
+holds only the names someone thought of: pytest 9 reads ``pytest.toml`` first, finds
+plugins through any ``*.dist-info`` on ``sys.path`` whatever its case, and imports
+packages at start-up (``pygments``; ``org.python.core`` through ``copy``) from wherever
+``sys.path`` says. So when ``tests.command`` runs pytest, the grader starts it so that no
+file name matters:
+
+- ``-c`` the base's configuration file at the top of the tree (the first pytest itself
+  would take), or an empty one beside the report where the base has none, with
+  ``--rootdir`` the tree: no other configuration file is read. Not when the command
+  changes directory or names a configuration itself: pytest finds it then, and the guard
+  checks what it found;
+- ``PYTHONSAFEPATH=1``: the tree is not on ``sys.path`` while the runner starts, so
+  nothing it imports then is the tree's, and no distribution of the tree's is seen;
+- ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and the guard (:mod:`repogym.graders._pytest_guard`)
+  by ``-p``: it loads the plugins the base's configuration requires (``required_plugins``)
+  by name, checks that the configuration, every ``conftest.py`` and every test module
+  pytest imports are the files the grader wrote (a ``setup`` or the run itself that
+  wrote one is refused by name), and only then puts the tree on ``sys.path`` as
+  ``python -m`` would.
+
+The variables are set by a few lines of shell before the command, so that the image's
+own values (a ``PYTHONPATH`` of its ``ENV``) are kept after the guard's and given back to
+the processes the tests start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+GUARD = "repogym_pytest_guard"
+_GUARD_SOURCE = Path(__file__).with_name("_pytest_guard.py")
+# pytest 9's order: the first of these at a directory that configures pytest is read.
+CONFIG_ORDER = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
+_RUNS_PYTEST = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?:pytest|py\.test)(?![\w.-])")
+# A command that finds its configuration some other way: the guard checks what it found.
+_OWN_CONFIG = re.compile(
+    r"(?<![\w-])(?:cd|pushd)\s|(?:^|\s)(?:-c|--config-file|--rootdir|--inifile)\b"
+)
+_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTHONPATH")
+
+
+def runs_pytest(command: str) -> bool:
+    """Whether ``command`` starts pytest (``pytest``, ``py.test``, ``python -m pytest``,
+    ``uv run pytest``...)."""
+    return bool(_RUNS_PYTEST.search(command))
+
+
+def prepare(
+    command: str,
+    tree: Path,
+    reports: Path,
+    written: Mapping[str, str],
+    *,
+    config: str | None,
+    plugins: tuple[str, ...],
+    object_format: str = "sha1",
+) -> str:
+    """The command to run instead of ``command``: the guard and its manifest written into
+    ``reports/pytest`` (``written``: the run's files by path and git blob id; ``config``:
+    the base's configuration file at the top of the tree; ``plugins``: its required
+    plugins), the variables set, then ``command``."""
+    guard = reports / "pytest"
+    guard.mkdir()
+    (guard / f"{GUARD}.py").write_bytes(_GUARD_SOURCE.read_bytes())
+    manifest = {
+        "tree": str(tree),
+        "files": dict(written),
+        "plugins": list(plugins),
+        "object_format": object_format,
+    }
+    (guard / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    options = ["-p", GUARD]
+    if not _OWN_CONFIG.search(command):
+        if config is None:
+            (guard / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+            options += ["-c", str(guard / "pytest.ini"), "--rootdir", str(tree)]
+        else:
+            options += ["-c", str(tree / config), "--rootdir", str(tree)]
+    ours = " ".join(shlex.quote(o) for o in options)
+    lines = [f'export REPOGYM_WAS_{n}="${{{n}+=}}${{{n}-}}"' for n in _SET]
+    lines += [
+        "export PYTHONSAFEPATH=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
+        f'export PYTEST_ADDOPTS={shlex.quote(ours)}"${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}"',
+        f'export PYTHONPATH={shlex.quote(str(guard))}"${{PYTHONPATH:+:$PYTHONPATH}}"',
+        f"export REPOGYM_PYTEST_MANIFEST={shlex.quote(str(guard / 'manifest.json'))}",
+        f"export REPOGYM_PYTEST_REFUSED={shlex.quote(str(reports / 'refused'))}",
+    ]
+    return "\n".join([*lines, command])
+
+
+def refusal(reports: Path) -> str | None:
+    """The guard's line if it refused the run."""
+    try:
+        return (reports / "refused").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
