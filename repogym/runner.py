@@ -151,6 +151,7 @@ class Runner:
         writable: Sequence[Path] = (),
         collect: Sequence[Path] = (),
         network: bool = False,
+        shown: str | None = None,
         readable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` in ``cwd``; ``env`` adds variables on top of the allowlist.
@@ -163,13 +164,15 @@ class Runner:
         and its toolchain. ``network`` (the command is the task's ``setup``): a sealed
         command has the machine's network only then. ``collect`` (the trees the grader
         reads afterwards) matters to a :class:`repogym.container.runner.ContainerRunner`
-        only: here the trees are the host's.
+        only: here the trees are the host's. ``shown``: what the log and the result call
+        the command, when what runs is more than the task's (the lines that start pytest
+        with the base's configuration before it: issue 44).
         """
         check_timeout(timeout)
         _reaper.harden_grader()
         told = progress.current()
         if told is not None:
-            told.command_started(command, cwd)
+            told.command_started(shown or command, cwd)
         # A marker every process the command starts inherits, to find it again later.
         marker = f"{os.getpid()}-{next(_runs)}"
         with _sandbox.session(self.sandbox, writable) as session:
@@ -183,6 +186,8 @@ class Runner:
                 writable=[*writable, *own], readable=readable, cwd=Path(cwd), network=network
             )
             result = self._run(command, view, timeout, full_env, marker, session)
+        if shown is not None:
+            result = replace(result, command=shown)
         if told is not None:
             told.command_finished(result)
         return result

@@ -46,7 +46,7 @@ import os
 import tarfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
@@ -290,6 +290,7 @@ class EpisodeRunner:
         writable: Sequence[Path] = (),
         collect: Sequence[Path] = (),
         network: bool = False,
+        shown: str | None = None,
     ) -> CommandResult:
         """Run ``command`` in the episode's container, in ``cwd`` (the tree); the tree
         is copied back to the host when it is next read (:meth:`sync`). ``writable``,
@@ -299,7 +300,7 @@ class EpisodeRunner:
         episode = self._current()
         told = progress.current()
         if told is not None:
-            told.command_started(command, cwd)
+            told.command_started(shown or command, cwd)
         variables = {**self.environment(), **(env or {})}
         episode.dirty = True
         try:
@@ -308,6 +309,8 @@ class EpisodeRunner:
             )
         except EpisodeLost as lost:
             self._lose(str(lost))
+        if shown is not None:
+            result = replace(result, command=shown)
         if told is not None:
             told.command_finished(result)
         return result

@@ -43,7 +43,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,7 @@ class ContainerRunner:
         writable: Sequence[Path] = (),
         collect: Sequence[Path] = (),
         network: bool = False,
+        shown: str | None = None,
     ) -> CommandResult:
         """Run ``command`` in ``cwd`` in a fresh container; ``writable`` trees are its to
         write, ``collect`` those copied back to the host after it (the grader reads them);
@@ -195,7 +196,7 @@ class ContainerRunner:
         check_timeout(timeout)
         told = progress.current()
         if told is not None:
-            told.command_started(command, cwd)
+            told.command_started(shown or command, cwd)
         trees = sorted({Path(cwd), *map(Path, writable), *map(Path, collect)})
         writes = {Path(t) for t in writable}
         setting = Setting(
@@ -222,6 +223,8 @@ class ContainerRunner:
             mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
             result = Command(setting, command, Path(cwd), timeout, variables, mounts).go(gathered)
             assert result is not None  # only an early command stops short
+        if shown is not None:
+            result = replace(result, command=shown)
         if told is not None:
             told.command_finished(result)
         return result

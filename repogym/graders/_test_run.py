@@ -148,10 +148,11 @@ def _run_once(
     reports = tree.parent / f"junit-{index}"
     reports.mkdir()
     junit = reports / "junit.xml"
-    command = config.command.replace("{junit}", shlex.quote(str(junit)))
+    shown = config.command.replace("{junit}", shlex.quote(str(junit)))
+    command = shown
     if _pytest_start.runs_pytest(config.command):
         command = _pytest_start.prepare(
-            command,
+            shown,
             tree,
             reports,
             files.written,
@@ -160,9 +161,13 @@ def _run_once(
             object_format=files.object_format,
         )
     run = runner.run(
-        command, tree, timeout=config.timeout, writable=[tree, reports], collect=[reports]
+        command,
+        tree,
+        timeout=config.timeout,
+        writable=[tree, reports],
+        collect=[reports],
+        shown=shown,
     )
-    run = replace(run, command=config.command)
     _notfound.check_run(runner, run, "tests.command")
     refused = _pytest_start.refusal(reports)
     if refused is not None:
