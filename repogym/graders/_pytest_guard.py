@@ -162,6 +162,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         return
     read = getattr(early_config, "inipath", None)
     if read is not None:
+        if _relative(Path(read)) is None:  # above the tree: a shared temporary directory's
+            _refuse(
+                f"pytest would read {read}, a configuration file outside the tree that "
+                "the grader did not write (another process put it there)",
+                early=True,
+            )
         _check_written(Path(read), "configuration file", early=True)
     early = _imported_from_tree()
     if early is not None:

@@ -8,10 +8,11 @@ packages at start-up (``pygments``; ``org.python.core`` through ``copy``) from w
 file name matters:
 
 - ``-c`` the base's configuration file at the top of the tree (the first pytest itself
-  would take), or an empty one beside the report where the base has none, with
-  ``--rootdir`` the tree: no other configuration file is read. Not when the command
-  changes directory or names a configuration itself: pytest finds it then, and the guard
-  checks what it found;
+  would take; the tree, its directory, is then the rootdir): no other configuration file
+  is read. Not where the base has none there (one outside the tree would make the paths
+  of ``-o pythonpath=src`` its own), nor when the command changes directory or names a
+  configuration itself: pytest finds its file then, and the guard refuses one it finds
+  that the grader did not write, in the tree or above it;
 - ``PYTHONSAFEPATH=1``: the tree is not on ``sys.path`` while the runner starts, so
   nothing it imports then is the tree's, and no distribution of the tree's is seen;
 - ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and the guard (:mod:`repogym.graders._pytest_guard`)
@@ -85,12 +86,8 @@ def prepare(
     }
     (guard / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     options = ["-p", GUARD]
-    if not _OWN_CONFIG.search(command):
-        if config is None:
-            (guard / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-            options += ["-c", str(guard / "pytest.ini"), "--rootdir", str(tree)]
-        else:
-            options += ["-c", str(tree / config), "--rootdir", str(tree)]
+    if config is not None and not _OWN_CONFIG.search(command):
+        options += ["-c", str(tree / config)]
     ours = " ".join(shlex.quote(o) for o in options)
     lines = [f'export REPOGYM_WAS_{n}="${{{n}+=}}${{{n}-}}"' for n in _SET]
     lines += [

@@ -8,7 +8,11 @@ or the check after `setup`, not a constraint on the diff.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from tests.security import _payloads as p
 from tests.security._harness import LOOSE_TASK, Case
@@ -89,3 +93,30 @@ def test_hidden_tests_go_in_after_setup(case: Case, tmp_path: Path) -> None:
     case.base(task=task, files={"src/prepare.py": "print('ready')\n"})
     case.submit({"src/prepare.py": plant})
     case.grade("--hidden", str(hidden)).check("setup wrote tests/test_hidden.py")
+
+
+def test_a_configuration_above_the_tree_is_refused(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A base with no configuration of its own: pytest looks in the copy's parents. Sealed,
+    # a command sees none of them; confined by Landlock, it may not read them; with
+    # REPOGYM_SEAL=off (a uid of its own, nothing else) it may, and a pytest.ini that
+    # another process (here, this test) left there would be read, plugins and all.
+    shared = Path(tempfile.mkdtemp(prefix="repogym-shared-"))
+    shared.chmod(0o755)
+    planted = shared / "pytest.ini"
+    planted.write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    planted.chmod(0o644)
+    monkeypatch.setenv("REPOGYM_SEAL", "off")
+    monkeypatch.setenv("REPOGYM_COPIES", str(shared))
+    task = LOOSE_TASK.replace("--junitxml", "-o pythonpath=src --junitxml")
+    case.base(task=task)
+    case.repo.git("checkout", "--quiet", "main")
+    case.repo.delete("pytest.ini")
+    case.repo.commit("no configuration")
+    case.repo.git("checkout", "--quiet", "-B", "attack", "main")
+    case.submit({"src/slugify/core.py": Path(case.repo.root, "src/slugify/core.py").read_text()})
+    try:
+        case.grade().check(f"pytest would read {planted}, a configuration file outside")
+    finally:
+        shutil.rmtree(shared)
