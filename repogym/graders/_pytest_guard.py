@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,13 +79,19 @@ def _refuse(why: str, *, early: bool = False) -> None:
 
 
 def _blob_id(path: Path) -> str | None:
-    """The git blob id of the file at ``path`` (not followed if a link), None if none."""
+    """The git blob id of what is at ``path``: a regular file's content, or a symlink's
+    target (as git stores one); None if neither is there."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        if path.is_symlink():
+            data = os.fsencode(os.readlink(path))  # noqa: PTH115
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as file:
+                if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                    return None
+                data = file.read()
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as file:
-        data = file.read()
     header = b"blob %d\0" % len(data)
     return hashlib.new(_MANIFEST.get("object_format", "sha1"), header + data).hexdigest()
 
@@ -105,8 +112,8 @@ def _check_written(path: Path, what: str, *, early: bool = False) -> None:
     if _FILES.get(relative) is None or _blob_id(path) != _FILES[relative]:
         _refuse(
             f"{relative}: pytest would read this {what}, and it is not the file the grader "
-            "wrote there (a setup command or the run itself wrote it): its tests are "
-            "the task's and must not be changed",
+            "wrote there (something wrote it since: setup, or the run itself); the tests "
+            "and their configuration are the task's and must not be changed",
             early=early,
         )
 

@@ -184,11 +184,13 @@ def build(
 
 
 def _written(run: dict[str, Entry]) -> dict[str, str]:
-    """The Python files and runner configuration files of ``run``, by path: blob ids."""
+    """The Python files and runner configuration files of ``run``, by path: blob ids (a
+    symlink's blob is its target: the guard checks that the link is still that one)."""
     return {
         p: e.sha
         for p, e in run.items()
-        if e.regular and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
+        if (e.regular or e.mode == "120000")
+        and (p.endswith(".py") or PurePosixPath(p).name in CONFIG_NAMES)
     }
 
 
