@@ -16,24 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.action.calc import BASE
 from tests.action.fake_github import FakeGitHub
 from tests.action.job import Job, Step
 from tests.action.runners import DockerAction
 
-TASK = """\
-version: 1
-type: bugfix
-tests:
-  command: python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}
-  fail_to_pass: [tests/test_calc.py::test_add]
-  timeout: 120
-"""
-BASE = {
-    ".repogym.yml": TASK,
-    "pytest.ini": "[pytest]\npythonpath = src\n",
-    "src/calc.py": "def add(a, b):\n    return 0\n",
-    "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
-}
 # The fix, which adds only once it has read the base's checkout and found the runner's
 # files (the token's own file the Action keeps from others' reading).
 REACHING = """\

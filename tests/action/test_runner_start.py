@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.action.calc import BASE
 from tests.action.fake_github import FakeGitHub
 from tests.action.job import Job
 from tests.action.runners import DockerAction
-from tests.action.test_confined import BASE
 from tests.security._payloads import FLIP_CONFTEST
 
 # Writes a report in which the task's test passed, and ends pytest before it writes one.
