@@ -35,6 +35,7 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import shlex
@@ -42,7 +43,7 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -208,25 +209,35 @@ class ContainerRunner:
             output_cap=self.output_cap,
         )
         variables = {**self.environment(), **(env or {})}
-        gathered = [Path(p) for p in collect]
-        result = None
-        beside = self._early(trees, writes)
-        if beside is not None:
-            early = beside[0]
-            mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
-            result = Command(setting, command, Path(cwd), timeout, variables, mounts, early).go(
-                gathered
-            )
-            if result is None:
-                self._after_early(*beside)
-        if result is None:
-            mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
-            result = Command(setting, command, Path(cwd), timeout, variables, mounts).go(gathered)
-            assert result is not None  # only an early command stops short
+        make = functools.partial(Command, setting, command, Path(cwd), timeout, variables)
+        result = self._go(make, trees, writes, collect)
         if shown is not None:
             result = replace(result, command=shown)
         if told is not None:
             told.command_finished(result)
+        return result
+
+    def _go(
+        self,
+        make: Callable[..., Command],
+        trees: list[Path],
+        writes: set[Path],
+        collect: Sequence[Path],
+    ) -> CommandResult:
+        """Run the command ``make(mounts, early)`` makes: beside the first keeper's start
+        where it can be, else (or when that one never reached the command) once the
+        trees' volumes are there, a fresh one."""
+        gathered = [Path(p) for p in collect]
+        beside = self._early(trees, writes)
+        if beside is not None:
+            mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
+            result = make(mounts, beside[0]).go(gathered)
+            if result is not None:
+                return result
+            self._after_early(*beside)
+        mounts = [self._mount(tree, read_only=tree not in writes) for tree in trees]
+        result = make(mounts).go(gathered)
+        assert result is not None  # only an early command stops short
         return result
 
     def close(self) -> None:

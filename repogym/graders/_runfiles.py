@@ -165,22 +165,23 @@ def build(
     changed = {p for p in guarded if base.get(p) != fork.get(p)}
     changed |= {p for p in merged if config_keys(store, base, p) != config_keys(store, fork, p)}
     workspace.copy(dest, run)
-    guarded_state = {
-        p: (None if p not in run else run[p].sha)
-        for p in guarded | set(merged)
-        if p not in run or run[p].regular
-    }
     # In a container the work tree's paths mean nothing: dependencies are the image's.
     linked = _link_dependencies(workspace.root, dest, run) if links else []
     return RunFiles(
         restored=sorted(restored),
         linked=linked,
         changed_on_base=sorted(changed),
-        guarded=guarded_state,
+        guarded=_state(run, guarded | set(merged)),
         written=_written(run),
         pytest=pytest_config(store, run),
         object_format=store.object_format,
     )
+
+
+def _state(run: dict[str, Entry], paths: set[str]) -> dict[str, str | None]:
+    """What ``paths`` are in ``run``: a regular file's blob id, None where nothing is (a
+    symlink's is left out: a link is not what a setup would write in a test's place)."""
+    return {p: (run[p].sha if p in run else None) for p in paths if p not in run or run[p].regular}
 
 
 def _written(run: dict[str, Entry]) -> dict[str, str]:
