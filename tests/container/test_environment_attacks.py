@@ -325,3 +325,66 @@ def test_a_read_only_root_and_no_new_privileges(
     assert {seen["CapEff"], seen["CapPrm"], seen["CapBnd"]} == {"0" * 16}
     assert seen["setuid"]["su"] == ["10001"] * 4  # the image has su; sudo, if it has it
     assert_nothing_left(engine, graded.pid, marker)
+
+
+# Issue 44 in an environment's container: the test fails (the probe says the bug is still
+# there) unless something of the pull request's makes pytest pass it.
+STILL_BROKEN = 'def attack():\n    return {"worked": ["the bug is still there"]}\n'
+FLIP = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
+)
+# Imported before the tests: a report in which the test passed, and pytest ended before
+# it writes its own.
+FORGE = (
+    "import os, sys\n"
+    "for a in sys.argv:\n"
+    "    if a.startswith('--junitxml='):\n"
+    "        open(a.split('=', 1)[1], 'w').write('<testsuites><testsuite name=\"pytest\" "
+    'tests="1"><testcase classname="tests.test_probe" name="test_probe" '
+    'file="tests/test_probe.py"/></testsuite></testsuites>\')\n'
+    "        os._exit(0)\n"
+)
+REWRITE = (
+    "import pathlib\n"
+    "pathlib.Path('tests/conftest.py').write_text(open('evil.py').read())\n"
+    "pathlib.Path('tests/test_probe.py').write_text('def test_probe():\\n    pass\\n')\n"
+)
+RUNNER_ATTACKS = {
+    # What a list of file names missed: a plugin through an upper-case DIST-INFO, and a
+    # pygments that pytest imports at start-up, both from the top of the tree.
+    "start-up": {
+        "evil.py": FLIP,
+        "evil-1.0.DIST-INFO/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
+        "evil-1.0.DIST-INFO/entry_points.txt": "[pytest11]\nevil = evil\n",
+        "pygments/__init__.py": FORGE,
+        "org/__init__.py": "",
+        "org/python/__init__.py": "",
+        "org/python/core.py": FORGE,
+    },
+    # setup, the pull request's code, adds a conftest.py and hollows the test out.
+    "setup": {"evil.py": FLIP, "prepare.py": REWRITE},
+}
+
+
+@pytest.mark.parametrize("attack", sorted(RUNNER_ATTACKS))
+def test_the_runner_is_the_bases_in_the_container(
+    image: str, engine: Any, tmp_path: Path, marker: str, attack: str
+) -> None:
+    repo = task_repo(
+        tmp_path / marker,
+        STILL_BROKEN,
+        environment=f"{{image: {image}}}",
+        setup="python3 prepare.py" if attack == "setup" else None,
+        base={"prepare.py": "print('ready')\n"},
+        pull_request=RUNNER_ATTACKS[attack],
+    )
+    graded = grade(repo, tmp_path / "report.json")
+    assert not graded.passed, graded.output
+    said = " ".join(graded.tests["messages"])
+    if attack == "setup":  # copied in again over what setup made, the conftest refused
+        assert "tests/conftest.py: pytest would read this conftest.py" in said, said
+    else:
+        assert "the bug is still there" in said, said
+    assert_nothing_left(engine, graded.pid, marker)
