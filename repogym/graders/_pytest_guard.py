@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTHONPATH")
+_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -189,6 +189,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     for lazy in ("pygments.lexers.python", "pygments.lexers.diff", "pygments.formatters"):
         with contextlib.suppress(ImportError):
             __import__(lazy)  # pytest imports them late, with the tree on sys.path
+    start = sys.modules.get("repogym_python_start")
+    if start is not None:  # the tree's entries of PYTHONPATH, kept out until now
+        start.restore()
     if sys.argv and sys.argv[0].endswith("__main__.py"):  # python -m pytest
         sys.path.insert(0, str(early_config.invocation_params.dir))
 

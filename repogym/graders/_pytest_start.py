@@ -23,8 +23,9 @@ file name matters:
   ``python -m`` would.
 
 The variables are set by a few lines of shell before the command, so that the image's
-own values (a ``PYTHONPATH`` of its ``ENV``) are kept after the guard's and given back to
-the processes the tests start.
+own values are kept after the guard's and given back to the processes the tests start.
+``PYTHONPATH`` is :mod:`repogym.graders._python_start`'s: the tree's entries of it (a
+``PYTHONPATH=src`` of the task's) are off ``sys.path`` until the guard is done.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+
+from repogym.graders import _python_start
 
 GUARD = "repogym_pytest_guard"
 _GUARD_SOURCE = Path(__file__).with_name("_pytest_guard.py")
@@ -52,7 +55,7 @@ _RUNS_PYTEST = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?:pytest|py\.test)(?![\w.-
 _OWN_CONFIG = re.compile(
     r"(?<![\w-])(?:cd|pushd)\s|(?:^|\s)(?:-c|--config-file|--rootdir|--inifile)\b"
 )
-_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTHONPATH")
+_SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
 
 
 def runs_pytest(command: str) -> bool:
@@ -72,11 +75,11 @@ def prepare(
     object_format: str = "sha1",
 ) -> str:
     """The command to run instead of ``command``: the guard and its manifest written into
-    ``reports/pytest`` (``written``: the run's files by path and git blob id; ``config``:
-    the base's configuration file at the top of the tree; ``plugins``: its required
-    plugins), the variables set, then ``command``."""
-    guard = reports / "pytest"
-    guard.mkdir()
+    ``reports/python``, beside the start-up modules of
+    :mod:`repogym.graders._python_start` (``written``: the run's files by path and git
+    blob id; ``config``: the base's configuration file at the top of the tree;
+    ``plugins``: its required plugins), the variables set, then ``command``."""
+    guard, started = _python_start.prepare(command, tree, reports, "pytest")
     (guard / f"{GUARD}.py").write_bytes(_GUARD_SOURCE.read_bytes())
     manifest = {
         "tree": str(tree),
@@ -93,11 +96,10 @@ def prepare(
     lines += [
         "export PYTHONSAFEPATH=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
         f'export PYTEST_ADDOPTS={shlex.quote(ours)}"${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}"',
-        f'export PYTHONPATH={shlex.quote(str(guard))}"${{PYTHONPATH:+:$PYTHONPATH}}"',
         f"export REPOGYM_PYTEST_MANIFEST={shlex.quote(str(guard / 'manifest.json'))}",
         f"export REPOGYM_PYTEST_REFUSED={shlex.quote(str(reports / 'refused'))}",
     ]
-    return "\n".join([*lines, command])
+    return "\n".join([*lines, started])
 
 
 def refusal(reports: Path) -> str | None:

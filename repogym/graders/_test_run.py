@@ -20,7 +20,7 @@ from pathlib import Path
 
 from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
-from repogym.graders import _pytest_start, _runfiles
+from repogym.graders import _pytest_start, _python_start, _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
@@ -160,6 +160,8 @@ def _run_once(
             plugins=files.pytest.plugins,
             object_format=files.object_format,
         )
+    elif _python_start.runs_unittest(config.command):
+        command = _python_start.prepare(shown, tree, reports, "unittest")[1]
     run = runner.run(
         command,
         tree,

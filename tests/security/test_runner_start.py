@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.security import _payloads as p
-from tests.security._harness import LOOSE_TASK, Case
+from tests.security._harness import EXAMPLES, LOOSE_TASK, Case
 
 # The bugfix's test module, every assertion gone: what an attack would have pytest run.
 HOLLOW = "def test_accents_are_transliterated():\n    pass\n"
@@ -120,3 +120,125 @@ def test_a_configuration_above_the_tree_is_refused(
         case.grade().check(f"pytest would read {planted}, a configuration file outside")
     finally:
         shutil.rmtree(shared)
+
+
+# -- the tree on PYTHONPATH while the runner starts ---------------------------------------
+
+# Imported while a runner starts (by `copy`, or pytest's highlighting): the report forged
+# where the command line says it goes (pytest's --junitxml, xmlrunner's --output-file),
+# and the process ended before the runner writes its own.
+FORGE_ANY = (
+    "import os, sys\n"
+    "_ids = ['test_ascii', 'test_accents_are_transliterated']\n"
+    "_cases = ''.join('<testcase classname=\"tests.test_slugify.TestSlugify\" name=\"%s\" '\n"
+    "                 'file=\"tests/test_slugify.py\"/>' % n for n in _ids)\n"
+    "for _i, _a in enumerate(sys.argv):\n"
+    "    _path = _a.split('=', 1)[1] if _a.startswith('--junitxml=') else None\n"
+    "    if _a == '--output-file':\n"
+    "        _path = sys.argv[_i + 1]\n"
+    "    if _path:\n"
+    "        with open(_path, 'w') as _out:\n"
+    '            _out.write(\'<testsuites><testsuite name="x" tests="2">\' + _cases\n'
+    "                       + '</testsuite></testsuites>')\n"
+    "        os._exit(0)\n"
+)
+# The same, run where Python exits: imported while `site` reads the environment's .pth
+# files (setuptools' distutils-precedence.pth imports _distutils_hack), before sys.argv
+# says where the report goes.
+FORGE_AT_EXIT = (
+    "import atexit, os, sys\n\n\ndef add_shim():\n    pass\n\n\ndef _forge():\n"
+    + "".join("    " + line + "\n" for line in FORGE_ANY.splitlines())
+    + "\n\natexit.register(_forge)\n"
+)
+START_UP = {
+    "_distutils_hack": {"_distutils_hack/__init__.py": FORGE_AT_EXIT},
+    "org": {"org/__init__.py": "", "org/python/__init__.py": "", "org/python/core.py": FORGE_ANY},
+    "pygments": {"pygments/__init__.py": FORGE_ANY},
+}
+UNITTEST_SLUGIFY = (
+    "import unittest\n\nfrom slugify import slugify\n\n\nclass TestSlugify(unittest.TestCase):\n"
+    "    def test_ascii(self):\n"
+    '        self.assertEqual(slugify("Plain Title 2"), "plain-title-2")\n\n'
+    "    def test_accents_are_transliterated(self):\n"
+    '        self.assertEqual(slugify("Déjà vu"), "deja-vu")\n'
+)
+UNITTEST_FILES = {"tests/__init__.py": "", "tests/test_slugify.py": UNITTEST_SLUGIFY}
+UNITTEST_TASK = (
+    "version: 1\ntype: bugfix\ntests:\n"
+    "  command: {command}\n"
+    "  fail_to_pass: [tests/test_slugify.py::TestSlugify::test_accents_are_transliterated]\n"
+    "  pass_to_pass: [tests/test_slugify.py::TestSlugify::test_ascii]\n"
+    "constraints:\n  protected: [tests/**]\n"
+)
+XMLRUNNER = "python -m xmlrunner discover -s tests -t . --output-file {junit}"
+# Where the package goes, and how the task puts the directory on PYTHONPATH: the top of
+# the tree (python -m's own), `src` by the command's own assignment, or by the task's env.
+PLACES = {
+    "top": ("", "PYTHONPATH=src "),
+    "command": ("src/", "PYTHONPATH=src "),
+    "env": ("src/", ""),
+}
+
+
+def _python_path_task(runner: str, place: str) -> str:
+    prefix = PLACES[place][1]
+    if runner == "pytest":
+        task = LOOSE_TASK.replace("command: python -m pytest", f"command: {prefix}python -m pytest")
+    else:
+        task = UNITTEST_TASK.format(command=prefix + XMLRUNNER)
+    return task + ("env:\n  PYTHONPATH: src\n" if place == "env" else "")
+
+
+# unittest imports no pygments.
+STARTS = [(r, m) for r in ("pytest", "unittest") for m in sorted(START_UP)]
+STARTS.remove(("unittest", "pygments"))
+
+
+@pytest.mark.parametrize(("runner", "module"), STARTS)
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_a_module_the_runner_imports_as_it_starts_is_the_environments(
+    case: Case, runner: str, place: str, module: str
+) -> None:
+    files = UNITTEST_FILES if runner == "unittest" else {}
+    case.base(task=_python_path_task(runner, place), files=files)
+    where = PLACES[place][0]
+    case.submit({where + path: text for path, text in START_UP[module].items()})
+    case.grade().check("fail_to_pass: 0 of 1 passed" if runner == "unittest" else "0 of 2")
+
+
+# The tests' own processes see the task's PYTHONPATH, not the grader's.
+CHILD = (
+    "import subprocess, sys\n\n\ndef _child():\n"
+    "    code = 'import os; print(os.environ.get(\"PYTHONPATH\"))'\n"
+    "    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+)
+ENV_TEST = {
+    "pytest": CHILD + "\n\ndef test_environment():\n    assert _child().stdout == 'src\\n'\n",
+    "unittest": CHILD
+    + "\n\nimport unittest\n\n\nclass TestEnv(unittest.TestCase):\n"
+    + "    def test_environment(self):\n        self.assertEqual(_child().stdout, 'src\\n')\n",
+}
+ENV_ID = {
+    "pytest": "tests/test_env.py::test_environment",
+    "unittest": "tests/test_env.py::TestEnv::test_environment",
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_a_fix_passes_whoever_sets_pythonpath(case: Case, runner: str, place: str) -> None:
+    # The command's own PYTHONPATH= is renamed for the grader's start-up module, which
+    # gives it back: the fix passes, and the tests' own processes see the task's value.
+    files = UNITTEST_FILES if runner == "unittest" else {}
+    task = _python_path_task(runner, place).replace(
+        "pass_to_pass: [", f"pass_to_pass: [{ENV_ID[runner]}, "
+    )
+    if runner == "pytest":
+        task = task.replace("  pass_to_pass:\n", f"  pass_to_pass:\n    - {ENV_ID[runner]}\n")
+    case.base(task=task, files={**files, "tests/test_env.py": ENV_TEST[runner]})
+    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
+    case.submit({"src/slugify/core.py": gold})
+    graded = case.grade()
+    assert graded.problems(verdict=False) == []
+    report = graded.report or {}
+    assert (graded.returncode, report.get("passed")) == (0, True), graded.output

@@ -1,0 +1,57 @@
+"""How the grader starts a Python test runner, pytest or unittest (issue 44): with nothing
+of the tree on ``sys.path`` until the runner has started.
+
+A runner imports modules as it starts (``copy``, which tries ``org.python.core``; pytest's
+``pygments``), and whatever ``sys.path`` then holds first is what it gets: with the task's
+``PYTHONPATH=src`` or an image's ``ENV PYTHONPATH``, a package of the submission's there
+would take the runner over before a test ran. So the grader writes a ``sitecustomize.py``
+(and :mod:`repogym.graders._python_site` beside it as ``repogym_python_start.py``) into a
+directory of the run's and makes that directory all of ``PYTHONPATH`` (the value before
+kept in ``REPOGYM_WAS_PYTHONPATH``); ``site`` imports it before the runner imports
+anything, and the ``.pth`` files ``site`` reads first see none of the tree. It lays
+``sys.path`` out as the task's ``PYTHONPATH`` would have, keeps the tree's entries out
+until the runner has started (unittest's and xmlrunner's modules imported, or pytest's
+guard done checking), and puts the task's value back into the environment for the
+processes the tests start.
+
+A command that sets ``PYTHONPATH`` itself (``PYTHONPATH=src python -m pytest``) would
+drop that directory: the assignment is renamed to ``REPOGYM_TASK_PYTHONPATH=``, which the
+module reads instead. The log and the result show the command as the task wrote it.
+
+Other runners (and a command that reaches Python another way, such as ``tox`` or a
+script) keep the list of restored files (:data:`repogym.graders._runfiles.RUNNER_FILES`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+SITE_MODULE = "repogym_python_start"
+_SITE_SOURCE = Path(__file__).with_name("_python_site.py")
+_RUNS_UNITTEST = re.compile(r"(?<![\w.-])-m\s*(?:unittest|xmlrunner)(?![\w.-])")
+# A word of the command that assigns PYTHONPATH (`PYTHONPATH=src cmd`, `env PYTHONPATH=`,
+# `export PYTHONPATH=`), not one that reads it (`$PYTHONPATH`, `${PYTHONPATH}`).
+_ASSIGNS = re.compile(r"(?<![\w${}.:/-])PYTHONPATH=")
+
+
+def runs_unittest(command: str) -> bool:
+    """Whether ``command`` starts unittest or xmlrunner by ``-m``."""
+    return bool(_RUNS_UNITTEST.search(command))
+
+
+def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path, str]:
+    """The directory of the run's start-up modules (``reports/python``, written) and the
+    command to run instead of ``command``: the variables set, then ``command`` with its
+    own ``PYTHONPATH=`` renamed. ``runner`` is ``pytest`` or ``unittest``."""
+    site = reports / "python"
+    site.mkdir()
+    (site / f"{SITE_MODULE}.py").write_bytes(_SITE_SOURCE.read_bytes())
+    (site / "sitecustomize.py").write_text(f"import {SITE_MODULE}  # noqa: F401\n")
+    lines = [
+        'export REPOGYM_WAS_PYTHONPATH="${PYTHONPATH+=}${PYTHONPATH-}"',
+        f"export PYTHONPATH={shlex.quote(str(site))}",
+        f"export REPOGYM_PYTHON_TREE={shlex.quote(str(tree))} REPOGYM_PYTHON_RUNNER={runner}",
+    ]
+    return site, "\n".join([*lines, _ASSIGNS.sub("REPOGYM_TASK_PYTHONPATH=", command)])
