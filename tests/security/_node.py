@@ -57,17 +57,44 @@ constraints:
 """  # noqa: E501
 
 
+VITEST_TASK = f"""\
+version: 1
+type: bugfix
+tests:
+  command: |-
+    node {NODE_MODULES}/vitest/vitest.mjs run --globals --reporter=default --reporter=junit --outputFile.junit={{junit}}
+  fail_to_pass: ['test/double.test.js::double > doubles two']
+  pass_to_pass: ['test/double.test.js::double > doubles zero']
+  timeout: 120
+constraints:
+  protected: [test/**]
+"""  # noqa: E501
+# vitest's globals, as an ES module.
+VITEST_TEST = MOCHA_TEST.replace(
+    "const assert = require('node:assert');\nconst { double } = require('../src/double');",
+    "import assert from 'node:assert';\nimport { double } from '../src/double.mjs';",
+).replace("it(", "test(")
+
+
 BROKEN_DOUBLE = "exports.double = (x) => x + x * 0;\n"
 
 
 def node_base(case: Case, runner: str) -> None:
-    """The base of a node case (`mocha` or `jest`): a broken `double` and its test."""
-    test_file = "test/double.spec.js" if runner == "mocha" else "test/double.test.js"
-    case.base(
-        task=MOCHA_TASK if runner == "mocha" else JEST_TASK,
-        files={
+    """The base of a node case (`mocha`, `jest` or `vitest`): a broken `double` and its
+    test."""
+    if runner == "vitest":
+        files = {
+            "test/double.test.js": VITEST_TEST,
+            "src/double.mjs": "export "
+            + BROKEN_DOUBLE.replace("exports.double =", "const double ="),
+        }
+    else:
+        test_file = "test/double.spec.js" if runner == "mocha" else "test/double.test.js"
+        files = {
             test_file: MOCHA_TEST if runner == "mocha" else JEST_TEST,
             "src/double.js": BROKEN_DOUBLE,
-            "package.json": json.dumps({"name": "x", "private": True}),
-        },
+        }
+    case.base(
+        task={"mocha": MOCHA_TASK, "jest": JEST_TASK, "vitest": VITEST_TASK}[runner],
+        files={**files, "package.json": json.dumps({"name": "x", "private": True})},
     )

@@ -152,6 +152,24 @@ NODE_ATTACKS = {
         "jest",
         {"package.json": json.dumps({"name": "x", "jest": {"setupFilesAfterEnv": [PATCH]}})},
     ),
+    # vitest reads vitest.config.*, and vite.config.* where there is none (issue 44).
+    "vitest_config_mjs": (
+        "vitest",
+        {"vitest.config.mjs": "export default { test: { setupFiles: ['./src/patch.js'] } };\n"},
+    ),
+    "vite_config_js": (
+        "vitest",
+        {"vite.config.js": "export default { test: { setupFiles: ['./src/patch.js'] } };\n"},
+    ),
+    "vitest_workspace_js": (
+        "vitest",
+        {
+            "vitest.workspace.js": (
+                "export default [{ test: { globals: true, include: ['test/**'], "
+                "setupFiles: ['./src/patch.js'] } }];\n"
+            )
+        },
+    ),
 }
 
 
