@@ -13,7 +13,9 @@ reported``; the task's ``env`` names the ``PERF_LOG`` that counts the runs); wit
 ``pad``, it reports the length of ``REPOGYM_PERF_PAD`` (plus one) as its seconds; with
 ``peek``, it exits 3 if it can list the descriptors or open the memory of process 1;
 with ``remember``, a run that finds the ``.answer`` an earlier run left in its tree does
-no work.
+no work; with ``search``, it looks for one key in a set of that many strings, spinning at
+each it passes: work that the hash seed decides (``report_place``: the key's place, plus
+one, as its seconds).
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ def work(n):
     spin(n)
 
 
+# Work that Python's hash seed decides: the set's order is the seed's, and the search
+# spins at every key it passes before it finds the one it looks for. Its place.
+def search(n):
+    for place, key in enumerate({f"key-{i}" for i in range(n)}):
+        if key == "key-0":
+            return place
+        spin(200)
+
+
 def allocate(megabytes):
     block = b"\\x01" * (megabytes << 20)  # written, so every page is resident
     return len(block)
@@ -118,6 +129,11 @@ if config.get("remember"):  # a run that finds the mark an earlier one left does
             Path(".answer").write_text("done")
         except OSError:
             pass
+
+if config.get("search"):  # with timing: reported, the place where it found the key
+    found = search(config["search"])
+    if config.get("report_place"):
+        print(json.dumps({"seconds": found + 1}))
 
 megabytes = config.get("megabytes", 0)
 if config.get("memory_in") == "worker":

@@ -95,6 +95,33 @@ def test_instructions_are_the_same_from_run_to_run(tmp_path: Path) -> None:
     assert "M instructions" in component.messages[0] and "valgrind" in component.messages[0]
 
 
+def test_instructions_are_the_same_where_the_work_follows_the_hash_seed(tmp_path: Path) -> None:
+    # Without a pinned PYTHONHASHSEED each process orders the set its own way, and the
+    # search passes anywhere from none to all of its 2000 keys (issue 45: 1.10 to 1.25x
+    # "speed-ups" of the same code).
+    component = graded(
+        tmp_path, {"search": 2000}, {"search": 2000}, timing="instructions", runs=2, warmup=1
+    )
+    figures = component.details["baseline_times"] + component.details["candidate_times"]
+    assert max(figures) / min(figures) < 1.01, figures
+    assert component.score == 0
+
+
+@pytest.mark.parametrize("seed", [None, "random"])
+def test_the_hash_seed_is_pinned_unless_the_task_sets_it(tmp_path: Path, seed: str | None) -> None:
+    # The benchmark reports where in its set it found the key: one place for every run
+    # under the pinned seed; with the task's own `PYTHONHASHSEED: random`, many.
+    settings = {"timing": "reported", "runs": 5, "warmup": 0, "min_speedup": 4}
+    run = {"search": 2000, "report_place": True}
+    env = {"PYTHONHASHSEED": seed} if seed else None
+    component = perf_component(perf_repo(tmp_path / "repo", run, run, settings, env=env))
+    places = component.details["baseline_times"] + component.details["candidate_times"]
+    if seed is None:
+        assert len(set(places)) == 1, places
+    else:  # ten draws of 2000 places all alike: about 1 in 10^30
+        assert len(set(places)) > 1, places
+
+
 def _hardware_counters() -> bool:
     """Whether this machine gives a process a counter of its instructions."""
     libc = ctypes.CDLL(None, use_errno=True)
