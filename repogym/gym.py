@@ -11,7 +11,8 @@ as ``repogym/RepoEnv-v0`` when this module is imported::
 Its arguments are RepoEnv's. An action is a dict of :data:`ACTION_SPACE`: ``{"kind":
 "run", "command": ...}``, ``{"kind": "read", "path": ...}``, ``{"kind": "write", "path":
 ..., "content": ...}``, ``{"kind": "patch", "patch": ...}`` or ``{"kind": "submit"}``
-(keys a kind does not use are ignored; RepoEnv's action classes are accepted too). An
+(keys a kind does not use are ignored; RepoEnv's action classes are accepted too); the
+space holds exactly these, and each of its samples is one (:class:`ActionSpace`). An
 action that is none of these is an error observation, as a bad path is, never an
 exception. Observations are dicts of :data:`OBSERVATION_SPACE`: ``output`` and ``error``
 as text (``""`` for no error), ``exit_code`` an integer (:data:`NO_EXIT_CODE` when there
@@ -67,15 +68,62 @@ MAX_LINE = 100_000  # characters of a command, a path
 NO_EXIT_CODE = -1000
 KINDS = ("run", "read", "write", "patch", "submit")
 
-ACTION_SPACE = spaces.Dict(
-    {
-        "kind": spaces.Text(max_length=16, charset=CHARSET),
-        "command": spaces.Text(max_length=MAX_LINE, min_length=0, charset=CHARSET),
-        "path": spaces.Text(max_length=MAX_LINE, min_length=0, charset=CHARSET),
-        "content": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
-        "patch": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
-    }
-)
+# The keys each kind of action uses.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "run": ("command",),
+    "read": ("path",),
+    "write": ("path", "content"),
+    "patch": ("patch",),
+    "submit": (),
+}
+
+
+class ActionSpace(spaces.Dict):
+    """The five actions as one ``Dict`` of ``Text`` spaces, holding what the docs call an
+    action (issue 45): a dict with a ``kind`` of :data:`KINDS` and the keys that kind
+    uses; keys it does not use may be left out (``{"kind": "submit"}``) or hold any text,
+    which is ignored (the full form of five keys, which :meth:`sample` makes with ``""``
+    and a vector environment's batch holds). ``sample()`` draws a kind, then its keys:
+    every sample is an action."""
+
+    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+        text = functools.partial(spaces.Text, min_length=0, charset=CHARSET)
+        super().__init__(
+            {
+                "kind": spaces.Text(max_length=16, charset=CHARSET),
+                "command": text(max_length=MAX_LINE),
+                "path": text(max_length=MAX_LINE),
+                "content": text(max_length=MAX_TEXT),
+                "patch": text(max_length=MAX_TEXT),
+            },
+            seed=seed,
+        )
+
+    def contains(self, x: Any) -> bool:
+        if not isinstance(x, Mapping) or x.get("kind") not in NEEDS:
+            return False
+        if not set(x) <= set(self.spaces):
+            return False
+        needed = NEEDS[x["kind"]]
+        return all(k in x for k in needed) and all(self.spaces[k].contains(v) for k, v in x.items())
+
+    def sample(
+        self, mask: dict[str, Any] | None = None, probability: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        if mask is not None or probability is not None:
+            drawn = super().sample(mask=mask, probability=probability)
+            if self.contains(drawn):
+                return drawn
+            raise ValueError(f"the mask drew no action: `kind` must be one of {KINDS}")
+        kind = KINDS[int(self.np_random.integers(len(KINDS)))]
+        action = dict.fromkeys(self.spaces, "")
+        action["kind"] = kind
+        for key in NEEDS[kind]:
+            action[key] = self.spaces[key].sample()
+        return action
+
+
+ACTION_SPACE = ActionSpace()
 OBSERVATION_SPACE = spaces.Dict(
     {
         "output": spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET),
@@ -123,8 +171,7 @@ def _action(action: Any) -> Any:
             f"an action is a dict with a `kind` ({', '.join(KINDS)}), not {type(action).__name__}"
         )
     kind = action.get("kind")
-    needs = {"run": ("command",), "read": ("path",), "write": ("path", "content")}
-    needs |= {"patch": ("patch",), "submit": ()}
+    needs = NEEDS
     if kind not in needs:
         return f"`kind` {str(kind)[:40]!r} is none of {', '.join(KINDS)}"
     missing = [key for key in needs[kind] if not isinstance(action.get(key), str)]

@@ -36,6 +36,34 @@ def test_made_by_id_it_passes_gymnasiums_checker(repo: Path) -> None:
         env.close()
 
 
+def test_the_action_space_holds_the_documented_actions() -> None:
+    # docs/env.md's actions, each with the keys its kind uses (issue 45: the Dict space
+    # wanted all five keys, so a library checking actions against it refused them all).
+    space = repogym_gym.ACTION_SPACE
+    documented = [
+        {"kind": "run", "command": "pytest -q"},
+        {"kind": "read", "path": "src/a.py"},
+        {"kind": "write", "path": "src/a.py", "content": "x = 1\n"},
+        {"kind": "patch", "patch": "--- a/x\n+++ b/x\n"},
+        {"kind": "submit"},
+        {"kind": "submit", "command": "", "path": "", "content": "", "patch": ""},
+        {"kind": "read", "path": "a", "content": "ignored"},
+    ]
+    assert [space.contains(a) for a in documented] == [True] * len(documented)
+    refused = [
+        {"kind": "write", "path": "src/a.py"},  # no content
+        {"kind": "dance"},
+        {"kind": "run", "command": "echo \u00e9"},  # outside the space's characters
+        {"kind": "submit", "mood": "good"},
+        ["submit"],
+    ]
+    assert [space.contains(a) for a in refused] == [False] * len(refused)
+    space.seed(3)
+    samples = [space.sample() for _ in range(40)]
+    assert all(space.contains(a) for a in samples)
+    assert {a["kind"] for a in samples} == set(repogym_gym.KINDS)
+
+
 def test_dict_actions_solve_the_example(repo: Path) -> None:
     fixed = (EXAMPLES / "bugfix/solution/src/slugify/core.py").read_text()
     env = gymnasium.make("repogym/RepoEnv-v0", repo=repo, base="main")
