@@ -77,6 +77,7 @@ def validate(
                 result.problem(line)
             return result
         _check_empty(result, graded)
+        _check_quality(result, loaded, graded)
         _check_base(result, loaded, graded)
         if solution is not None:
             named = solution_named or f"--solution {solution}"
@@ -181,13 +182,37 @@ def _check_settings(result: Validation, baseline: Path, task: Task) -> None:
         files = [f for f in files if not f.startswith(".git/")]
         if c.paths is not None:
             files = matching(compile_globs(c.paths), files)
-        if files:
-            result.ok(
-                f"quality: {counted(len(files), 'Python file')} at the base within the limits"
-            )
-        else:
+        if not files:
             where = f"constraints.paths ({', '.join(c.paths)})" if c.paths else "the base"
             result.problem(f"quality: no Python file at {where}: the limits measure nothing")
+
+
+def _check_quality(result: Validation, task: Task, graded: GradeResult) -> None:
+    """What the quality grader measured of the base (the empty submission's grade): every
+    function within the limits, or the violations, which a refactor must remove and which
+    would fail every other task's gate (issue 45: the line counted files, not functions)."""
+    component = next((c for c in graded.components if c.name == "quality"), None)
+    if component is None or not component.details.get("files"):
+        return
+    files = counted(component.details["files"], "Python file")
+    if component.passed:
+        result.ok(f"quality: {files} at the base, every function within the limits")
+        return
+    found = len(component.details["violations"])
+    found += component.details.get("violations_not_listed", 0)
+    first = component.messages[0]
+    more = f" (and {found - 1} more)" if found > 1 else ""
+    if task.type == "refactor":
+        result.ok(
+            f"quality: the base breaks the limits {counted(found, 'time')}, which the "
+            f"refactor must mend: {first}{more}"
+        )
+        return
+    result.problem(
+        f"quality: the base already breaks the limits: {first}{more}; every submission "
+        "fails the quality gate until that is mended: mend it at the base, raise the limit "
+        "or narrow constraints.paths"
+    )
 
 
 def _check_empty(result: Validation, graded: GradeResult) -> None:

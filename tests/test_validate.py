@@ -96,6 +96,37 @@ def test_credit_for_the_empty_submission_is_invalid(repo: Repo) -> None:
     assert done.stdout.splitlines()[-1] == "INVALID: 2 problems"
 
 
+# A function of complexity 6 at the base.
+BRANCHY = (
+    "def sign(x):\n"
+    + "".join(f"    if x == {n}:\n        return {n}\n" for n in range(5))
+    + "    return 0\n"
+)
+
+
+def test_the_quality_line_measures_the_functions(repo: Repo) -> None:
+    # issue 45: "ok quality: 2 Python files at the base within the limits" was said of a
+    # base whose function broke the limit: the line counted the files.
+    limits = "constraints:\n  max_cyclomatic_complexity: 3\n"
+    bugfix(repo, extra=limits)
+    repo.commit("branchy", {"src/sign.py": BRANCHY})
+    done = validate(repo)
+    assert done.returncode == 1, done.stdout
+    assert (
+        "PROBLEM  quality: the base already breaks the limits: src/sign.py:1: sign has "
+        "complexity 6 (limit 3); every submission fails the quality gate until that is "
+        "mended: mend it at the base, raise the limit or narrow constraints.paths"
+    ) in done.stdout
+    repo.commit(
+        "within",
+        {".repogym.yml": (Path(repo.root) / ".repogym.yml").read_text().replace(": 3", ": 6")},
+    )
+    done = validate(repo)
+    assert "ok       quality: 3 Python files at the base, every function within the limits" in (
+        done.stdout
+    )
+
+
 def test_a_missing_test_file_is_reported(repo: Repo) -> None:
     bugfix(repo)
     repo.commit(
