@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -45,6 +46,11 @@ from repogym.workspace import Workspace, host_runner
 EXECUTE, READ = 0o1, 0o4  # the bits for others
 MAX_LINKS = 40  # as Linux follows on one path
 _ACL = "system.posix_acl_access"
+_MEASURED = {
+    "cpu": "timing: cpu",
+    "instructions": "timing: instructions",
+    "peak_memory": "measure: peak_memory",
+}
 _OR_OFF = ", or REPOGYM_SANDBOX=off to run the commands as root (see docs/security.md)"
 
 
@@ -89,11 +95,18 @@ def check(workspace: Workspace) -> None:
 
 
 def problems(
-    task: Task, path: str, places: dict[str, str], uid: int, *, sealed: bool = False
+    task: Task,
+    path: str,
+    places: dict[str, str],
+    uid: int,
+    *,
+    sealed: bool = False,
+    measurer: str = sys.executable,
 ) -> list[str]:
     """The lines :func:`check` raises: for each directory of ``places`` (a directory ->
     what is made there) and for each command of ``task``, looked up on ``path``, what
-    keeps ``uid`` from it."""
+    keeps ``uid`` from it; and from ``measurer``, the Python that starts the benchmark of
+    a ``timing: cpu`` or ``instructions`` or ``measure: peak_memory`` on the host."""
     if not any(_commands(task)):
         return []  # nothing runs as that user
     who = f"the sandbox user (uid {uid})"
@@ -108,6 +121,13 @@ def problems(
         roots = _seal.toolchain(path, command) if sealed else None
         problem = None if program is None else _program_problem(program, path, uid, roots)
         if problem is not None:
+            found.setdefault(problem, []).append(key)
+    perf = task.perf
+    if perf is not None and perf.wrapped is not None:  # the measurer starts the benchmark
+        roots = _seal.toolchain(path, perf.command) if sealed else None
+        problem = _program_problem(measurer, path, uid, roots)
+        if problem is not None:
+            key = f"perf ({_MEASURED[perf.wrapped]}, measured by {measurer})"
             found.setdefault(problem, []).append(key)
     lines += [f"{' and '.join(keys)}: {who} {problem}" for problem, keys in found.items()]
     return [line + _OR_OFF for line in lines]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from repogym.sandbox import landlock, seal
 from repogym.sandbox import users as _sandbox
 from tests.security._harness import BUGFIX_TASK, EXAMPLES, Case, Graded
+from tests.security._perf import SMALL_PERF
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox user needs root")
 SOLUTION = "src/slugify/core.py"
@@ -149,3 +151,33 @@ def test_copies_out_of_the_sandbox_users_reach_stop_an_unsealed_grade(
         f"{locked}/copies, where the copies are made: {locked} is mode 0700; run "
         f"`chmod o+x {locked}`" + OFF
     ]
+
+
+def test_a_measurer_out_of_the_sandbox_users_reach_stops_the_grade_with_the_fix(
+    own_case: Case,
+) -> None:
+    # issue 45: the grader's Python starts the benchmark of `timing: cpu`; from a venv
+    # the sandbox user cannot enter, every run ended `Permission denied` (exit 126) and
+    # the change was graded FAIL 0.000. The benchmark itself runs on a Python in reach.
+    case = own_case
+    python = Path(sys.base_prefix, "bin", "python3")
+    task = SMALL_PERF["task"].replace("timing: wall", "timing: cpu")
+    case.base(
+        task=task.replace("command: python ", f"command: {python} "), files=SMALL_PERF["files"]
+    )
+    case.submit({"src/work.py": SMALL_PERF["files"]["src/work.py"] + "\n"})
+    venv = case.python.parent.parent
+    venv.chmod(0o700)
+    graded = case.grade()
+    assert graded.returncode == 2, graded.output
+    assert graded.stderr.splitlines() == [
+        f"repogym: error: perf (timing: cpu, measured by {case.python}): the sandbox user "
+        f"(uid {_sandbox.first_uid()}) cannot reach {case.python}: {venv} is mode 0700; run "
+        f"`chmod o+x {venv}`" + OFF
+    ]
+    assert not graded.problems("", verdict=False)
+    venv.chmod(0o755)  # the way it names: the benchmark is measured, the change graded
+    graded = case.grade()
+    report = graded.report or {}
+    [perf] = [c for c in report.get("components", []) if c["name"] == "perf"]  # type: ignore[union-attr]
+    assert perf["details"]["speedup"] > 0, graded.output
