@@ -128,6 +128,9 @@ def test_example_jobs_run_with_declared_permissions(path: Path) -> None:
         needed = {"actions": "read", "pull-requests": "write", "checks": "write"}
     for job, spec in jobs(path).items():
         granted = spec.get("permissions", workflow.get("permissions"))
+        if (path.name, job) == ("fork-grade.yml", "queue"):  # the queue's own commit
+            assert granted == {"contents": "read", "checks": "write"}, job
+            continue
         assert granted == needed, f"{name(path)}: job {job}"
 
 
@@ -162,7 +165,7 @@ def test_grade_runs_this_action_on_pull_requests_one_run_per_pull_request() -> N
 
 def test_examples_grade_with_this_action() -> None:
     for path in EXAMPLES:
-        (job,) = jobs(path).values()
+        job = jobs(path)["grade" if path.name == "fork-grade.yml" else next(iter(jobs(path)))]
         uses = [step.get("uses") for step in job["steps"]]
         last = uses[-2] if path.name == "fork-grade.yml" else uses[-1]  # then the upload
         assert last == THIS_ACTION, name(path)
@@ -180,6 +183,21 @@ def test_examples_grade_with_this_action() -> None:
     assert list(dispatch[True]) == ["workflow_dispatch"]
     last = steps(ROOT / "examples/workflows/workflow-dispatch.yml", "grade")[-1]
     assert last["with"] == {"pull-request": "${{ inputs.pull-request }}"}
+
+
+def test_the_fork_pair_grades_a_merge_queue_in_the_grading_workflow() -> None:
+    """issue 45: fork-grade.yml ran on pull_request only and fork-publish.yml publishes
+    pull_request runs only, so a merge queue's commits got no check. The queue job runs
+    on merge_group alone, may write checks, posts with the Action's defaults (the check
+    run, no comment), and each merge group is a concurrency group of its own."""
+    grade = load(ROOT / "examples/workflows/fork-grade.yml")
+    assert set(grade[True]) == {"pull_request", "merge_group"}
+    found = jobs(ROOT / "examples/workflows/fork-grade.yml")
+    assert found["grade"]["if"] == "github.event_name == 'pull_request'"
+    assert found["queue"]["if"] == "github.event_name == 'merge_group'"
+    action = found["queue"]["steps"][-1]
+    assert action["uses"] == THIS_ACTION and "with" not in action
+    assert "github.event.pull_request.number || github.ref" in grade["concurrency"]["group"]
 
 
 def test_fork_publish_follows_fork_grade_and_skips_a_run_without_a_report() -> None:
@@ -226,7 +244,7 @@ def test_the_examples_give_zizmor_nothing_to_report_where_they_are_copied(tmp_pa
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No findings to report" in done.stdout + done.stderr
-    assert "10 ignored" in done.stdout + done.stderr  # each with its reason beside it
+    assert "12 ignored" in done.stdout + done.stderr  # each with its reason beside it
 
 
 def test_the_readmes_workflow_is_the_example() -> None:

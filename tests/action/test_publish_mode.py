@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from repogym._demo import EXAMPLES
 from tests.action.forks import ARTIFACT, FORK, opened_fork, publish, well_formed
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
+from tests.action.published import assert_published
 from tests.action.runners import Layout
 
 READ_ONLY = (403, {}, {"message": "Resource not accessible by integration"})
@@ -444,3 +446,19 @@ def test_a_branch_of_the_repository_that_changes_github_is_published(job: Job) -
     assert step.exit_code == 0, step.log
     [comment] = job.fake.comments(7)
     assert "repogym: passed" in comment["body"]
+
+
+def test_a_merge_queue_with_the_fork_workflows_gets_its_check_run(job: Job) -> None:
+    """issue 45: the fork pair's queue job (fork-grade.yml's `queue`, run with the inputs
+    it gives) on a merge group of a fork's pull request: the group's head is graded and
+    its check run posted, with no comment; fork-publish.yml skips that run (its `if`
+    takes pull_request runs only)."""
+    workflow = yaml.safe_load((EXAMPLES / "workflows" / "fork-grade.yml").read_text())
+    queue = workflow["jobs"]["queue"]
+    inputs = queue["steps"][-1].get("with", {})
+    pull = opened_fork(job, 9)
+    step = job.run("merge_group", job.event("merge_group.checks_requested", pull), pull, inputs)
+    assert_published(job, step, passed=True, head=pull.head_sha)
+    assert job.fake.comments(9) == []
+    publish = yaml.safe_load((EXAMPLES / "workflows" / "fork-publish.yml").read_text())
+    assert "workflow_run.event == 'pull_request'" in publish["jobs"]["publish"]["if"]
