@@ -89,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help="grade the bundled example tasks in a temporary repository"
     )
     demo.add_argument("--keep", action="store_true", help="keep the temporary repository")
-    _batch.add_options(commands.add_parser("batch", help="grade many jobs of a JSON Lines file"))
+    _batch.add_options(
+        commands.add_parser(
+            "batch", help="grade many jobs of a JSON Lines file", epilog=_batch.BATCH_EXITS
+        )
+    )
     return parser
 
 
@@ -104,11 +108,14 @@ def _grade_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--hidden", metavar="DIR", help=_HIDDEN_HELP)
     # Strings, not Paths: Path("") is ".", and an empty --json must be named as such.
-    parser.add_argument("--json", metavar="OUT", help="write the JSON report here")
+    parser.add_argument(
+        "--json", metavar="OUT", help="write the JSON report here (missing directories are made)"
+    )
     parser.add_argument(
         "--markdown",
         metavar="OUT",
-        help="write the Markdown the GitHub Action posts as its comment here",
+        help="write the Markdown the GitHub Action posts as its comment here (missing "
+        "directories are made)",
     )
     parser.add_argument(
         "-C",

@@ -41,6 +41,7 @@ from tests.batching import (
     readers,
     release,
     run_batch,
+    run_repogym,
     status,
 )
 from tests.waiting import BACKSTOP
@@ -503,3 +504,33 @@ class _Collected:
         assert not self._thread.is_alive(), "a writer of the FIFO outlived its command"
         os.close(self._read)
         return b"".join(self._chunks).decode()
+
+
+def test_the_summary_says_what_the_exit_code_says(tmp_path: Path) -> None:
+    """issue 45: a batch whose jobs failed exits 0, which nothing said. The summary ends
+    with the exit code and why; --fail-on-fail makes a failed job exit 1. The output goes
+    into directories made where missing, as --json's and --markdown's do."""
+    build_example_repo("bugfix", tmp_path / "bugfix")
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(
+        "".join(
+            json.dumps({"repo": "bugfix", "base": "main", "ref": ref, "id": ref}) + "\n"
+            for ref in ("submission", "main")
+        )
+    )
+    output = tmp_path / "new" / "reports.jsonl"
+    done = run_batch(jobs, "--output", output, "--jobs", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {i: line["passed"] for i, line in lines_of(output).items()} == {
+        "submission": True,
+        "main": False,
+    }
+    assert done.stdout.splitlines()[-1] == (
+        "exit 0: every job has its report; 1 job failed, which is exit 1 only with --fail-on-fail"
+    )
+    again = run_batch(jobs, "--output", tmp_path / "strict" / "r.jsonl", "--fail-on-fail")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert again.stdout.splitlines()[-1] == "exit 1: 1 job failed (--fail-on-fail)"
+    assert "--fail-on-fail some job failed; 2 a usage error" in " ".join(
+        run_repogym("batch", "--help").stdout.split()
+    )

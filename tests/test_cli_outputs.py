@@ -95,6 +95,20 @@ def test_a_write_error_after_grading_is_one_line(pr: Repo, tmp_path: Path) -> No
     assert stat.S_ISCHR(full.lstat().st_mode)
 
 
+def test_missing_directories_are_made_for_every_output_and_help_says_so(
+    pr: Repo, tmp_path: Path
+) -> None:
+    # issue 45: --json made a missing directory without a word; every output option does
+    # the same, and says so.
+    out = tmp_path / "a" / "b"
+    done = run("grade", "--json", str(out / "r.json"), "--markdown", str(out / "s.md"), cwd=pr.root)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "r.json").read_text())["passed"] is True
+    assert (out / "s.md").read_text().strip()
+    helped = " ".join(run("grade", "--help", cwd=pr.root).stdout.split())
+    assert helped.count("(missing directories are made)") == 2
+
+
 def test_reports_to_dev_stdout_and_dev_null(pr: Repo, tmp_path: Path) -> None:
     # Stand-ins for /dev/stdout and /dev/null (see device()).
     link, null = stdout_link(tmp_path), device(tmp_path, "null")

@@ -3,8 +3,10 @@ and ``repogym validate --tasks TASKS.jsonl --output RESULTS.jsonl [--jobs N | --
 ADDRESS] [--resume]``: their options, their progress (a live bar on a terminal, a plain
 line at most every ``LOG_EVERY`` seconds in a log) and the summary table they end with.
 
-Exit codes of ``batch``: 0 every job has its line and none is an error report; 1 some
-job's line is one (a bad line, a patch that does not apply, a crash). Of ``validate
+Exit codes of ``batch``: 0 every job has its line and none is an error report (a job
+graded FAIL is a report like any other); 1 some job's line is one (a bad line, a patch
+that does not apply, a crash), or, with ``--fail-on-fail``, some job failed. The summary
+ends with the exit code and why. Of ``validate
 --tasks``: 0 every task valid; 1 some task invalid or its line an error. Of both: 2 a
 usage error (no such file, an output that already holds lines without ``--resume``, two
 lines with one id).
@@ -51,9 +53,22 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("jobs", type=Path, metavar="JOBS.jsonl", help="the jobs, one a line")
     parser.add_argument(
         "--output", "-o", type=Path, required=True, metavar="REPORTS.jsonl",
-        help="where each job's report goes, a line each, as it ends",
+        help="where each job's report goes, a line each, as it ends (missing directories "
+        "are made)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fail-on-fail", action="store_true",
+        help="exit 1 when a job is graded FAIL too, not only when a job's line is an error",
     )  # fmt: skip
     add_run_options(parser, "job", "grade")
+
+
+# What `repogym batch --help` ends with.
+BATCH_EXITS = (
+    "exit codes: 0 every job has its report, passed or failed; 1 some job's line is an "
+    "error report (a bad line, a patch that does not apply, a crash), or with "
+    "--fail-on-fail some job failed; 2 a usage error; 130 interrupted"
+)
 
 
 def add_validate_options(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +82,8 @@ def add_validate_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     many.add_argument(
         "--output", "-o", type=Path, metavar="RESULTS.jsonl",
-        help="where each task's result goes, a line each, as it ends (needed with --tasks)",
+        help="where each task's result goes, a line each, as it ends (needed with --tasks; "
+        "missing directories are made)",
     )  # fmt: skip
     add_run_options(many, "task", "validate")
 
@@ -91,7 +107,26 @@ def add_run_options(parser: argparse._ActionsContainer, noun: str, verb: str) ->
 def run(args: argparse.Namespace) -> int:
     """``repogym batch``."""
     summary = _run_lines(Job, args.jobs, args, BATCH)
-    return ExitCode.FAILED if summary.errors else ExitCode.PASSED
+    code, why = exit_of(summary, fail_on_fail=args.fail_on_fail)
+    print(f"exit {int(code)}: {why}")
+    return code
+
+
+def exit_of(summary: Summary, *, fail_on_fail: bool) -> tuple[ExitCode, str]:
+    """A batch's exit code and the words the summary gives it (issue 45: a batch whose
+    jobs failed exits 0, which nothing said)."""
+    failed = f"{summary.failed} job{'s' if summary.failed != 1 else ''} failed"
+    if summary.errors:
+        one = summary.errors == 1
+        lines = "1 job's line is an error report" if one else f"{summary.errors} jobs' lines are"
+        return ExitCode.FAILED, lines + ("" if one else " error reports")
+    if summary.failed and fail_on_fail:
+        return ExitCode.FAILED, f"{failed} (--fail-on-fail)"
+    if summary.failed:
+        return ExitCode.PASSED, (
+            f"every job has its report; {failed}, which is exit 1 only with --fail-on-fail"
+        )
+    return ExitCode.PASSED, "every job has its report"
 
 
 # validate's options of one task, and of many (--tasks), as (attribute, option).

@@ -243,6 +243,7 @@ def run_many(
     )
     if told is not None:
         told(summary, None)
+    output.parent.mkdir(parents=True, exist_ok=True)  # as --json's and --markdown's are
     fd = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         _write_lines(chosen, chosen.run(todo), fd, summary, told)
