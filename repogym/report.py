@@ -121,7 +121,7 @@ def text_table(result: GradeResult) -> str:
             (
                 c.name,
                 c.role.value,
-                f"{c.weight:g}",
+                "–" if c.role.value == "gate" else f"{c.weight:g}",  # as the comment has it
                 format_score(c.score),
                 "pass" if c.passed else "FAIL",
             )
@@ -134,6 +134,9 @@ def text_table(result: GradeResult) -> str:
     for c in result.components:
         for message in c.messages:
             lines.append(f"{c.name}: {message}")
+    failed = [c.name for c in result.components if not c.passed]
+    if not result.passed and failed:  # before the score, which can read like a near-pass
+        lines.append(f"not passed: {', '.join(failed)} failed")
     lines.append(result.summary())
     return show_undecodable("\n".join(lines) + "\n")
 

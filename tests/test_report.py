@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.models import GradeComponent, GradeResult
+from repogym.models import GradeComponent, GradeResult, Role
 from repogym.outputs import PendingWrite, output_problems, write_atomic, write_outputs
 from repogym.render import render
 from repogym.report import text_table, to_json
@@ -249,3 +249,22 @@ def test_the_text_table_cuts_scores() -> None:
     table = text_table(result).splitlines()
     assert table[1].split() == ["tests", "objective", "1", "0.99", "FAIL"]
     assert table[-1] == "FAIL 0.999 (tests=0.99✗)"
+
+
+def test_the_text_table_says_why_a_grade_failed_before_its_score() -> None:
+    # issue 45: a broken regression read `FAIL 0.994`, like a near-pass; and a gate's
+    # weight was `0` in the terminal, `–` in the comment.
+    result = GradeResult(
+        score=0.994,
+        passed=False,
+        components=(
+            GradeComponent(name="constraints", score=1.0, passed=True, role=Role.GATE, weight=0),
+            GradeComponent(name="tests", score=0.994, passed=False),
+        ),
+    )
+    table = text_table(result).splitlines()
+    assert table[1].split() == ["constraints", "gate", "–", "1.00", "pass"]
+    assert table[-2:] == [
+        "not passed: tests failed",
+        "FAIL 0.994 (constraints=1.00✓(gate), tests=0.99✗)",
+    ]

@@ -2,7 +2,8 @@
 ``FROM`` (issue 20): ``node:20-bookworm-slim`` and ``golang:1.22-bookworm``.
 
 This machine cannot pull public images, so the tests make images of those tags on the
-local bookworm base (tests/docker.py): Node from this machine's own ``node`` binary, Go
+local bookworm base (tests/docker.py): Node from this machine's own ``node`` binary (and
+its npm), Go
 from Debian's ``golang-go`` (1.19) with Debian's ``gotestsum`` on the ``PATH``. The
 examples' Go code keeps to Go 1.19 for that, and the Go example's Dockerfile installs
 gotestsum only when the image has none, so on the stand-in it downloads nothing.
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -84,11 +87,47 @@ def _node_binary() -> Path:
     return binary
 
 
+def _npm_tarball(binary: Path) -> Path:
+    """This machine's npm (the one beside its Node) as a tar file that is the same bytes
+    whenever npm is the same: owners and times left out, so the recipe's key holds."""
+    found = Path(shutil.which("npm", path=str(binary.parent)) or shutil.which("npm") or "npm")
+    package = found.resolve().parent.parent  # .../node_modules/npm/bin/npm-cli.js
+    if not (package / "package.json").is_file():
+        raise StandInError(f"{NODE}: no npm beside {binary} to copy into the stand-in")
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0")
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    tarball = Path(tempfile.gettempdir()) / f"repogym-standin-npm-{digest.hexdigest()[:16]}.tar"
+    if not tarball.is_file():
+
+        def plain(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            return info
+
+        partial = tarball.with_suffix(f".{os.getpid()}.part")
+        with tarfile.open(partial, "w") as archive:
+            archive.add(package, arcname="npm", filter=plain)
+        partial.replace(tarball)
+    return tarball
+
+
 def _node_recipe(base: str) -> _Recipe:
     # The binary needs only glibc, libstdc++ and libgcc (`ldd`), all in the base, whose
     # glibc (2.36) is newer than the 2.28 Node's own builds require; the RUN proves it runs.
-    dockerfile = f'FROM {base}\nCOPY node /usr/local/bin/node\nRUN node --version\nCMD ["node"]\n'
-    return _Recipe(dockerfile=dockerfile, files={"node": _node_binary()})
+    # npm too, as the image it stands in for has (`npm test` tasks, issue 44).
+    binary = _node_binary()
+    dockerfile = (
+        f"FROM {base}\nCOPY node /usr/local/bin/node\n"
+        "ADD npm.tar /usr/local/lib/node_modules/\n"
+        "RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm"
+        " && node --version && npm --version\n"
+        'CMD ["node"]\n'
+    )
+    return _Recipe(dockerfile=dockerfile, files={"node": binary, "npm.tar": _npm_tarball(binary)})
 
 
 def _go_recipe(base: str) -> _Recipe:

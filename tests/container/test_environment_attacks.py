@@ -365,6 +365,12 @@ RUNNER_ATTACKS = {
     },
     # setup, the pull request's code, adds a conftest.py and hollows the test out.
     "setup": {"evil.py": FLIP, "prepare.py": REWRITE},
+    # The task's `env: PYTHONPATH: src`: a package there that `copy` tries as pytest starts.
+    "pythonpath": {
+        "src/org/__init__.py": "",
+        "src/org/python/__init__.py": "",
+        "src/org/python/core.py": FORGE,
+    },
 }
 
 
@@ -375,7 +381,8 @@ def test_the_runner_is_the_bases_in_the_container(
     repo = task_repo(
         tmp_path / marker,
         STILL_BROKEN,
-        environment=f"{{image: {image}}}",
+        environment=f"{{image: {image}}}"
+        + ("\nenv: {PYTHONPATH: src}" if attack == "pythonpath" else ""),
         setup="python3 prepare.py" if attack == "setup" else None,
         base={"prepare.py": "print('ready')\n"},
         pull_request=RUNNER_ATTACKS[attack],
