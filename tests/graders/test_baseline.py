@@ -176,7 +176,12 @@ def test_an_unlisted_test_broken_fails_the_gate_and_is_named(repo: Repo) -> None
     assert (component.role, component.passed) == (Role.GATE, False)
     assert component.score == pytest.approx(1 - 1 / 6)  # the spec's 1 - broken / total
     assert component.details["baseline"]["broken"] == ["tests/test_calc.py::test_mul"]
-    assert "pass_to_pass: 1 of 6 broken" in component.messages
+    # One line counts them (issue 45: `pass_to_pass: 1 of 6 broken` said it again).
+    counted = [m for m in component.messages if " of 6 " in m]
+    assert counted == [
+        "regressions: 1 broken, 0 removed, 0 newly skipped of 6 tests that pass at the base "
+        "(2 runs)"
+    ], component.messages
     assert "pass_to_pass failed: tests/test_calc.py::test_mul: assert 8 == 6" in (
         component.messages
     )
