@@ -142,8 +142,8 @@ def _check_test_files(
             f"tests: {path} is named by a test id but exists neither at the base nor among "
             "the hidden tests; fix the id or commit the file"
         )
-    if not missing:
-        count = len(task.tests.test_files())
+    count = len(task.tests.test_files())
+    if not missing and count:  # no line where no id names a file (issue 45: "0 ... present")
         result.ok(f"tests: {counted(count, 'test file')} named by ids, all present")
 
 
