@@ -129,4 +129,6 @@ def test_npm_test_runs_the_bases_script_in_the_actions_image(
     assert step.exit_code == 1, step.log
     assert run["conclusion"] == "failure"
     assert step.outputs["summary"].startswith("FAIL"), step.outputs["summary"]
-    assert "fail_to_pass: 0 of 3 passed" in step.log, step.log
+    [comment] = job.fake.comments(9)
+    assert "fail_to_pass: 0 of 3 passed" in comment["body"], comment["body"]
+    assert "reads milliseconds" in comment["body"]  # the base's test ran, and failed
