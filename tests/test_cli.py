@@ -203,6 +203,9 @@ def test_demo_grades_every_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓(gate), quality=1.00✓)" in out
     report = Path(out.split("The JSON reports are in ")[1].split(" ")[0]) / "refactor.json"
     assert json.loads(report.read_text())["passed"] is True
+    # The perf example's runs are long enough for its own rule (issue 45: its solution's
+    # run took 0.16 s and the demo warned that start-up dominated it).
+    assert "perf: speed-up " in out and "under half a second" not in out, out
 
 
 def test_a_demo_whose_every_grade_errs_ends_saying_so(
