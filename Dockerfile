@@ -36,13 +36,20 @@ ARG DEBIAN_FRONTEND=noninteractive
 # git from Debian where the base has none (the public image), without what the Action
 # never runs: git's servers and mail, dumb-HTTP push, scalar, its docs and translations
 # (28 MB of its 58 on a bookworm without git: bench/image.py --base).
+# Its version is not pinned (hadolint's DL3008): the base is pinned by digest, but
+# Debian's bookworm archive holds only the newest build of each package, so a `git=`
+# pin would break every build at git's next security update, and pinning an archive
+# snapshot instead would hold that update back from the image. What is installed is
+# bookworm's git of the day, and `git --version` below puts it in the build's log.
+# hadolint ignore=DL3008
 RUN set -eu; \
     if ! command -v git >/dev/null; then \
         apt-get update -qq \
         && apt-get install -y -qq --no-install-recommends git >/dev/null \
         && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
-        && cd /usr/lib/git-core \
-        && rm -f git-daemon git-http-backend git-http-push git-imap-send git-shell scalar \
+        && core=/usr/lib/git-core \
+        && rm -f "$core/git-daemon" "$core/git-http-backend" "$core/git-http-push" \
+            "$core/git-imap-send" "$core/git-shell" "$core/scalar" \
         && rm -rf /usr/share/doc/git /usr/share/gitweb /usr/share/man/man*/git* \
             /usr/share/locale/*/LC_MESSAGES/git.mo; \
     fi; \
