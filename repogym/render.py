@@ -8,7 +8,7 @@ reads a directory) replace them by name (the others are still the built-in ones)
 template is loaded from those sources or the package, never from a path: no include
 follows a link or leaves them (issue 19).
 
-When hidden tests ran, a template sees the report as :func:`repogym.report.published`
+When hidden tests ran, a template sees the report as :func:`repogym.published.published`
 makes it: no text the run produced, only counts and the public ids (issue 19).
 
 Everything in a report may come from the submission (test names, messages, paths, output

@@ -34,7 +34,7 @@ from repogym_action.publish import Publication, publish
 from repogym_action.settings import RunContext, Settings
 
 MAX_REPORT = 8 * 1024 * 1024  # bytes; a grade's report is far smaller
-_SHA = re.compile(r"[0-9a-f]{40}")
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories (as event.py)
 WORKFLOWS = ".github"  # what a pull request's grading run runs from its merge commit
 
 

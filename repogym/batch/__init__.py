@@ -11,6 +11,7 @@ One executor runs either kind: worker processes on this machine (:class:`Local`,
 from __future__ import annotations
 
 from repogym.batch.cluster import Ray
+from repogym.batch.jobs import Job
 from repogym.batch.local import Local
 from repogym.batch.many import (
     Executor,
@@ -25,6 +26,7 @@ from repogym.batch.many import (
 
 __all__ = [
     "Executor",
+    "Job",
     "Local",
     "Ray",
     "Summary",

@@ -462,3 +462,22 @@ def test_a_merge_queue_with_the_fork_workflows_gets_its_check_run(job: Job) -> N
     assert job.fake.comments(9) == []
     publish = yaml.safe_load((EXAMPLES / "workflows" / "fork-publish.yml").read_text())
     assert "workflow_run.event == 'pull_request'" in publish["jobs"]["publish"]["if"]
+
+
+@pytest.mark.parametrize(
+    ("sha", "accepted"), [("b" * 64, True), ("b" * 41, False), ("B" * 40, False)]
+)
+def test_a_sha_256_head_is_a_commit_as_the_event_reader_takes_it(
+    job: Job, sha: str, accepted: bool
+) -> None:
+    # event.py took SHA-256 ids and publish mode SHA-1 only (issue 46): a SHA-256
+    # repository's run is read, and then looked for among the pull requests.
+    pull = opened_fork(job)
+    payload = job.event("workflow_run.completed", pull, head_repository=FORK)
+    payload["workflow_run"]["head_sha"] = sha
+    raw = json.dumps(well_formed(pull)).encode()
+    inputs = {"mode": "publish", "report": ARTIFACT}
+    step = job.run("workflow_run", payload, pull, inputs, artifact={ARTIFACT: raw})
+    assert ("not a commit's sha" not in step.log) is accepted, step.log
+    if accepted:  # read, then not found among the pull requests (the fake has SHA-1 ones)
+        assert f"no open pull request has {sha[:12]} from {FORK}" in step.log, step.log
