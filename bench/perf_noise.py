@@ -106,7 +106,7 @@ def one_figure(mode: str, n: int, scratch: Path) -> float:
     (tree / "bench.py").write_text(BENCH)
     (tree / "n.txt").write_text(f"{n}\n")
     runner = Runner()
-    command = COMMAND if mode == "wall" else perf_measure.wrapped(COMMAND, mode, in_container=False)
+    command = COMMAND if mode == "wall" else runner.measured(COMMAND, mode)
     result = runner.run(command, tree, timeout=600)
     assert result.ok, result.stdout + result.stderr
     if mode == "wall":

@@ -30,15 +30,19 @@ import contextlib
 import itertools
 import math
 import os
+import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from repogym import progress
 from repogym.sandbox import cgroup as _cgroup
+from repogym.sandbox import measure_tree as _measure_tree
+from repogym.sandbox import notfound as _notfound
 from repogym.sandbox import reaper as _reaper
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
@@ -50,9 +54,13 @@ __all__ = [
     "OUTPUT_GRACE",
     "SAFE_VARIABLES",
     "CommandResult",
+    "CommandRunner",
     "Runner",
     "check_timeout",
 ]
+
+# The host's measurer of a benchmark's run, as the text its interpreter runs (-c).
+_MEASURER = Path(_measure_tree.__file__).read_text(encoding="utf-8")
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -112,6 +120,80 @@ class CommandResult:
         if self.timed_out:
             return f"timed out after {self.duration:.0f} s"
         return f"exit code {self.exit_code} after {self.duration:.1f} s"
+
+
+class CommandRunner(Protocol):
+    """What runs a grade's commands: :class:`Runner` on the host, as a sandbox user, or
+    :class:`repogym.container.runner.ContainerRunner` in containers of the task's image.
+    A grade chooses one (:meth:`repogym.workspace.Workspace.command_runner`) and hands it
+    down; a grader asks it only these, never which kind it is (issue 46)."""
+
+    @property
+    def pass_env(self) -> Sequence[str]:
+        """The grader's variables the task lets through."""
+        ...
+
+    @property
+    def set_env(self) -> Mapping[str, str]:
+        """The variables the task sets."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """Where the commands run, for keys and messages: ``host``, or ``image NAME``."""
+        ...
+
+    @property
+    def scope(self) -> str:
+        """What the trees made with this runner belong to (a container runner's volumes):
+        ``""`` where they outlive it."""
+        ...
+
+    @property
+    def writes_in_place(self) -> bool:
+        """Whether a command's writes land in the host's tree as it runs (else in a copy
+        of it, read back only for the trees given as ``collect``)."""
+        ...
+
+    @property
+    def links_dependencies(self) -> bool:
+        """Whether a run's copy links the work tree's dependency directories
+        (``node_modules``, ``.venv``) rather than using what the image has."""
+        ...
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]: ...
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        writable: Sequence[Path] = (),
+        collect: Sequence[Path] = (),
+        network: bool = False,
+        shown: str | None = None,
+    ) -> CommandResult: ...
+
+    def switches_user(self) -> bool: ...
+
+    def add(self, tree: Path, paths: Sequence[str]) -> None: ...
+
+    def lock(self, tree: Path) -> None: ...
+
+    def close(self) -> None: ...
+
+    def measured(self, command: str, what: str) -> str:
+        """``command`` run by the measurer of ``what`` (``cpu``, ``instructions`` or
+        ``peak_memory``) of the place it runs, which prints the figures last."""
+        ...
+
+    def found(self, result: CommandResult, key: str) -> CommandResult:
+        """``result``, unless its program was not found where it ran: then the
+        :class:`~repogym.errors.CommandNotFound` that names it (``key``: the task's key of
+        the command), which is the place's error, not a grade (issue 20)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +289,32 @@ class Runner:
         """Make ``tree`` read-only to the commands (a baseline copy they must not change):
         the grader's, group and others without write; not root, no write bit at all."""
         _sandbox.lock(tree)
+
+    @property
+    def where(self) -> str:
+        return "host"
+
+    @property
+    def scope(self) -> str:
+        return ""  # a host tree outlives the runner
+
+    @property
+    def writes_in_place(self) -> bool:
+        return True
+
+    @property
+    def links_dependencies(self) -> bool:
+        return True
+
+    def found(self, result: CommandResult, key: str) -> CommandResult:
+        """A program missing from the PATH the commands get, on this machine."""
+        return _notfound.check(result, key, self.environment()["PATH"])
+
+    def measured(self, command: str, what: str) -> str:
+        """``command`` run by the measurer of ``what`` (``cpu``, ``instructions`` or
+        ``peak_memory``): :mod:`repogym.sandbox.measure_tree`, by this interpreter."""
+        python = shlex.quote(sys.executable)
+        return f"exec {python} -I -c {shlex.quote(_MEASURER)} {what} {shlex.quote(command)}"
 
     def _run(
         self,

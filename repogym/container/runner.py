@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
+from repogym.container import measure as _measure
 from repogym.container.archive import copy_in, has_entries, within
 from repogym.container.command import NAME, UID, Command, Early, Setting
 from repogym.container.engine import docker_module, sweep
@@ -60,7 +61,8 @@ from repogym.container.keeper import (
     start_keeper,
     unpack,
 )
-from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, Runner, check_timeout
+from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, check_timeout
+from repogym.sandbox import notfound as _notfound
 from repogym.sandbox.output import POLL_SLICE
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
@@ -166,6 +168,32 @@ class ContainerRunner:
     def lock(self, tree: Path) -> None:
         """Nothing to do: a tree is mounted read-only in every command not given it to
         write (a perf baseline, the tree of RepoEnv's agent in the tests' command)."""
+
+    @property
+    def where(self) -> str:
+        return f"image {self.image}"
+
+    @property
+    def writes_in_place(self) -> bool:
+        return False  # into the tree's volume; copied back when collected
+
+    @property
+    def links_dependencies(self) -> bool:
+        return False  # the image's
+
+    def found(self, result: CommandResult, key: str) -> CommandResult:
+        """A program missing from the image: looked for in a fresh container of it, on
+        the image's PATH, and the error names the image."""
+        program = _notfound.missing_program(result, result.command, found=self.has_program)
+        if program is not None:
+            where = f"the environment's image {self.name}"
+            raise _notfound.not_found(program, key, self.path, where=where)
+        return result
+
+    def measured(self, command: str, what: str) -> str:
+        """``command`` run by :mod:`repogym.container.measure` as the container's first
+        process."""
+        return _measure.measured(command, what)
 
     def add(self, tree: Path, paths: Sequence[str]) -> None:
         """The grader wrote ``paths`` (relative) into the host's ``tree`` after a command
@@ -350,6 +378,3 @@ class ContainerRunner:
         for name in keeper.names:
             with contextlib.suppress(Exception):
                 self.client.api.remove_volume(name, force=True)
-
-
-AnyRunner = Runner | ContainerRunner  # what runs a grade's commands

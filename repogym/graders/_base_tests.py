@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.graders._runfiles import Sides, dependencies_state
 from repogym.graders._test_run import Hidden, TestRun, run_tests
 from repogym.junit import Outcome
+from repogym.runner import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree.node_cache import node_shared
@@ -81,7 +81,7 @@ class BaseRuns:
 
 
 def base_runs(
-    workspace: Workspace, config: TestsConfig, runner: AnyRunner, hidden: Hidden
+    workspace: Workspace, config: TestsConfig, runner: CommandRunner, hidden: Hidden
 ) -> BaseRuns:
     """The base's runs for this grade, made once per process (see the module)."""
     times = FLAKY_RUNS if config.baseline else 1
@@ -95,7 +95,7 @@ def base_runs(
             str(times),
             # The dependency directories a run links from the work tree: an earlier
             # grade's must not decide this one's (in a container, the image's are used).
-            "" if isinstance(runner, ContainerRunner) else dependencies_state(workspace.root),
+            dependencies_state(workspace.root) if runner.links_dependencies else "",
         ),
     )
 
@@ -127,8 +127,7 @@ def _hidden_digest(hidden: Hidden) -> str:
     return digest.hexdigest()
 
 
-def _environment(runner: AnyRunner) -> str:
+def _environment(runner: CommandRunner) -> str:
     """Where the commands run and with what variables: the image, or the host."""
-    where = f"image {runner.image}" if isinstance(runner, ContainerRunner) else "host"
     variables = sorted(runner.environment().items())
-    return hashlib.sha256(repr((where, variables)).encode()).hexdigest()
+    return hashlib.sha256(repr((runner.where, variables)).encode()).hexdigest()

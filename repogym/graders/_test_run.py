@@ -18,14 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import JUnitError
 from repogym.graders import _pytest_start, _python_start, _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
-from repogym.runner import CommandResult
-from repogym.sandbox import notfound as _notfound
+from repogym.runner import CommandResult, CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import scratch
 from repogym.tree.links import place
@@ -61,7 +59,7 @@ class TestRun:
 def run_tests(
     workspace: Workspace,
     config: TestsConfig,
-    runner: AnyRunner,
+    runner: CommandRunner,
     hidden: Hidden = NO_HIDDEN,
     sides: Sides = GRADED,
     *,
@@ -72,8 +70,8 @@ def run_tests(
     copies = copies_dir(workspace.snapshot().size)
     with scratch.held("repogym-tests-", copies, commands=True) as holder:
         tree = Path(holder) / "tree"
-        in_container = isinstance(runner, ContainerRunner)
-        files = _runfiles.build(workspace, config, tree, links=not in_container, sides=sides)
+        links = runner.links_dependencies
+        files = _runfiles.build(workspace, config, tree, links=links, sides=sides)
         problem = _set_up(workspace, config, runner, tree, files)
         if problem is not None:
             return (TestRun(files, *problem),)
@@ -105,7 +103,7 @@ def _with_hidden(files: RunFiles, hidden: Hidden) -> RunFiles:
 
 
 def _set_up(
-    workspace: Workspace, config: TestsConfig, runner: AnyRunner, tree: Path, files: RunFiles
+    workspace: Workspace, config: TestsConfig, runner: CommandRunner, tree: Path, files: RunFiles
 ) -> tuple[CommandResult, dict[str, TestResult], str] | None:
     """Run ``setup`` in ``tree``; what the run came to when it failed or wrote one of the
     files that must be the grader's. A program the shell did not find is the machine's
@@ -119,10 +117,10 @@ def _set_up(
     setup = runner.run(
         workspace.task.setup, tree, timeout=config.timeout, writable=[tree], network=True
     )
-    _notfound.check_run(runner, setup, "setup")
+    runner.found(setup, "setup")
     if not setup.ok:
         return setup, {}, f"setup command failed ({setup.describe()})"
-    if isinstance(runner, ContainerRunner):
+    if not runner.writes_in_place:  # what setup wrote is in the copy: put ours back
         runner.add(tree, [p for p, blob in files.guarded.items() if blob is not None])
         return None
     wrote = _runfiles.setup_wrote(tree, files)
@@ -140,7 +138,7 @@ def _set_up(
 
 
 def _run_once(
-    config: TestsConfig, runner: AnyRunner, tree: Path, files: RunFiles, index: int
+    config: TestsConfig, runner: CommandRunner, tree: Path, files: RunFiles, index: int
 ) -> TestRun:
     """The test command in ``tree``, its report in a directory of its own."""
     # Next to the copy, in the grader's own directory: the sandbox user's clean-up
@@ -170,7 +168,7 @@ def _run_once(
         collect=[reports],
         shown=shown,
     )
-    _notfound.check_run(runner, run, "tests.command")
+    runner.found(run, "tests.command")
     refused = _pytest_start.refusal(reports)
     if refused is not None:
         return TestRun(files, run, {}, refused)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from repogym.models import GradeComponent, Role
 
 if TYPE_CHECKING:
-    from repogym.container.runner import AnyRunner
+    from repogym.runner import CommandRunner
     from repogym.workspace import Workspace
 
 
@@ -53,7 +53,7 @@ class BuiltinGrader(Grader):
         *,
         role: Role | str | None = None,
         hidden: str | os.PathLike[str] | None = None,
-        runner: AnyRunner | None = None,
+        runner: CommandRunner | None = None,
     ) -> None:
         super().__init__(role=role)
         self.hidden = None if hidden is None else Path(hidden)

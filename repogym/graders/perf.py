@@ -39,15 +39,13 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
 from repogym.graders import perf_measure
 from repogym.graders.base import BuiltinGrader
 from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score
 from repogym.graders.perf_report import PerfFailure as _Failure
 from repogym.models import GradeComponent
-from repogym.runner import CommandResult
-from repogym.sandbox import notfound as _notfound
+from repogym.runner import CommandResult, CommandRunner
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree import scratch as _scratch
@@ -95,7 +93,7 @@ class PerfGrader(BuiltinGrader):
         except _Failure as failure:
             return component(config, timings, failure)
         finally:
-            if isinstance(runner, ContainerRunner):
+            if runner.scope:  # its trees go with it
                 _baselines.forget(runner.scope)
         return component(config, timings, None)
 
@@ -103,7 +101,7 @@ class PerfGrader(BuiltinGrader):
 # -- the baseline, once per process ----------------------------------------------------
 
 
-def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
+def perf_baseline(workspace: Workspace, runner: CommandRunner) -> Path:
     """The benchmark's private baseline tree: checked out, and set up, once per
     (repository, base sha, task sha256) per process.
 
@@ -114,14 +112,14 @@ def perf_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
         kind="perf",
         commit=workspace.base,
         depends_on=(workspace.task.digest,),
-        scope=runner.scope if isinstance(runner, ContainerRunner) else "",
+        scope=runner.scope,
     )
     if not workspace.shared:
         return _make_baseline(workspace, runner)
     return _baselines.shared(key, lambda: _make_baseline(workspace, runner))
 
 
-def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
+def _make_baseline(workspace: Workspace, runner: CommandRunner) -> Path:
     # On the same file system as the candidate's copy (copies_dir): a benchmark that
     # reads its files must not be faster on one side for where they are.
     where = copies_dir(workspace.snapshot().size)
@@ -139,13 +137,13 @@ def _make_baseline(workspace: Workspace, runner: AnyRunner) -> Path:
     return tree
 
 
-def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> Path:
+def _set_up(runner: CommandRunner, workspace: Workspace, tree: Path, side: Side) -> Path:
     """Run the task's ``setup`` in ``tree`` (within ``perf.timeout``); returns the tree."""
     setup, perf = workspace.task.setup, workspace.task.perf
     if setup and perf is not None:
         result = runner.run(setup, tree, timeout=perf.timeout, writable=[tree], network=True)
         # A program the shell did not find is the machine's to install (issue 20).
-        _notfound.check_run(runner, result, "setup")
+        runner.found(result, "setup")
         if not result.ok:
             raise _Failure(f"setup failed in the {side} ({result.describe()})", result, "setup")
     return tree
@@ -156,7 +154,7 @@ def _set_up(runner: AnyRunner, workspace: Workspace, tree: Path, side: Side) -> 
 
 @dataclass(frozen=True, slots=True)
 class _Bench:
-    runner: AnyRunner
+    runner: CommandRunner
     config: PerfConfig
     trees: dict[Side, Path]
     runs: Runs
@@ -169,8 +167,7 @@ class _Bench:
         ``.pyc`` holds any constant; issue 43)."""
         command, what = self.config.command, self.config.wrapped
         if what is not None:
-            in_container = isinstance(self.runner, ContainerRunner)
-            command = perf_measure.wrapped(command, what, in_container=in_container)
+            command = self.runner.measured(command, what)
         pad = "x" * random.randrange(PAD_MAX)
         task = {*self.runner.set_env, *self.runner.pass_env}
         pinned = {k: v for k, v in PINNED.items() if k not in task}
@@ -184,7 +181,7 @@ class _Bench:
         if what is not None:
             result, figures = perf_measure.taken(replace(result, command=self.config.command))
             _measurer_error(figures, result)
-        _notfound.check_run(self.runner, result, "perf.command")
+        self.runner.found(result, "perf.command")
         where = f"the {side} benchmark ({which})"
         if result.timed_out:
             raise _Failure(f"{where} timed out after {self.config.timeout:g} s", result)

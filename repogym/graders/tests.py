@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from repogym._words import counted
-from repogym.container.runner import AnyRunner
 from repogym.graders import _test_findings, _test_hints
 from repogym.graders._base_tests import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
 from repogym.graders._test_outcome import FAILURES, TestsOutcome
@@ -35,7 +34,7 @@ from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.models import Finding, GradeComponent
-from repogym.runner import CommandResult
+from repogym.runner import CommandResult, CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs, matching
@@ -95,7 +94,7 @@ def _hidden_changed(workspace: Workspace, config: TestsConfig) -> bool:
 
 
 def _runs(
-    workspace: Workspace, config: TestsConfig, runner: AnyRunner, hidden: Hidden
+    workspace: Workspace, config: TestsConfig, runner: CommandRunner, hidden: Hidden
 ) -> tuple[TestRun, AgainstBase | None, str | None]:
     """The graded run (the submission's code, the base's tests); with ``added`` or
     ``baseline`` the base's runs first (issue 22), then the submission's own tests; and

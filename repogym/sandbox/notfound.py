@@ -22,11 +22,13 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from repogym.container.runner import AnyRunner, ContainerRunner
 from repogym.errors import CommandNotFound
-from repogym.runner import CommandResult
 from repogym.sandbox.commandline import first_program
+
+if TYPE_CHECKING:  # the record of a run, as the runners make it
+    from repogym.runner import CommandResult
 
 NOT_FOUND = 127  # the shell's exit code for a command it did not find (POSIX)
 THIS_MACHINE = "this machine"
@@ -82,16 +84,4 @@ def check(result: CommandResult, key: str, path: str) -> CommandResult:
     program = missing_program(result, result.command, found=on_path(path))
     if program is not None:
         raise not_found(program, key, path)
-    return result
-
-
-def check_run(runner: AnyRunner, result: CommandResult, key: str) -> CommandResult:
-    """:func:`check` where ``runner`` ran the command: in a container of the task's
-    environment the program is looked for in a fresh container of the image, on the
-    image's PATH, and the error names the image."""
-    if not isinstance(runner, ContainerRunner):
-        return check(result, key, runner.environment()["PATH"])
-    program = missing_program(result, result.command, found=runner.has_program)
-    if program is not None:
-        raise not_found(program, key, runner.path, where=f"the environment's image {runner.name}")
     return result

@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from repogym.graders import _measure_tree, perf, perf_measure
+from repogym.graders import perf, perf_measure
 from repogym.graders.perf_report import PerfFailure
 from repogym.runner import CommandResult
+from repogym.sandbox import measure_tree as _measure_tree
 from tests.perfmodes import perf_component, perf_repo
 
 WORK = 4_000_000  # iterations of the loop: about 0.25 s of CPU here

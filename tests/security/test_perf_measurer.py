@@ -97,9 +97,10 @@ def test_the_measurer_s_descriptors_and_memory_are_closed_to_the_benchmark() -> 
         """
     )
     (tree / "probe.py").write_text(probe)
-    command = perf_measure.wrapped(f"{sys.executable} probe.py", "cpu", in_container=False)
+    runner = Runner()
+    command = runner.measured(f"{sys.executable} probe.py", "cpu")
     try:
-        result = Runner().run(command, tree, timeout=60)
+        result = runner.run(command, tree, timeout=60)
     finally:
         shutil.rmtree(tree)
     assert result.ok, result.stdout + result.stderr

@@ -1,8 +1,9 @@
 """Runs one benchmark and measures its whole process tree, as a script of its own.
 
-The perf grader runs it as ``python -I -c <this file's text> MODE COMMAND`` in place of
-``COMMAND`` (so it needs nothing but the standard library and can be read by any user),
-on the host, for ``timing: cpu | instructions`` and ``measure: peak_memory``. It:
+The host's runner (:meth:`repogym.runner.Runner.measured`) runs it as ``python -I -c
+<this file's text> MODE COMMAND`` in place of ``COMMAND`` (so it needs nothing but the
+standard library and can be read by any user), for ``timing: cpu | instructions`` and
+``measure: peak_memory``. It:
 
 - makes itself not dumpable (a process of the same user can then neither trace it nor
   open its descriptors through ``/proc``) and a child subreaper, so that every process the
