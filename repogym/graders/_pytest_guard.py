@@ -1,26 +1,32 @@
 """The grader's plugin in every pytest run it starts (issue 44), copied next to the run's
-report as ``repogym_pytest_guard.py`` and loaded by ``-p`` before any file of the tree is
-imported: it has no import of repogym's, and runs on the Python of the task's environment
-(3.8 and later) and on pytest 7 and later.
+report as ``repogym_pytest_guard.py``, imported by the grader's ``sitecustomize``
+(:mod:`repogym.graders._python_site`) before pytest starts, and registered by ``-p``: it
+has no import of repogym's, and runs on the Python of the task's environment (3.8 and
+later) and on pytest 7 and later.
 
-The grader starts pytest with the tree off ``sys.path`` (``PYTHONSAFEPATH``), plugin
-autoload off and this module on ``PYTHONPATH`` (:mod:`repogym.graders._pytest_start`).
-What the module then holds the runner to, from ``$REPOGYM_PYTEST_MANIFEST`` (the files
-the grader wrote into the run, by path and git blob id):
+The grader starts pytest with the tree off ``sys.path`` (``PYTHONSAFEPATH``, and the
+tree's entries of ``PYTHONPATH`` deferred), plugin autoload off
+(:mod:`repogym.graders._pytest_start`). What the module then holds the runner to, from
+``$REPOGYM_PYTEST_MANIFEST`` (the files the grader wrote into the run, by path and git
+blob id):
 
+- the configuration's ``pythonpath`` goes on ``sys.path`` only once the checks below are
+  done (pytest 9 puts it there before it imports the ``-p`` plugins);
 - the configuration file pytest read is one of those files, as written;
-- no module was imported from the tree before this one: the runner is the environment's;
+- no module was imported from the tree before this one's checks: the runner is the
+  environment's;
 - the plugins are the base's: the ``pytest11`` entry points of the distributions its
   configuration names in ``required_plugins``, loaded while the tree is still off
   ``sys.path`` (a ``*.DIST-INFO`` of the tree's is never seen);
 - every ``conftest.py`` and every test module pytest imports is one of the files the
   grader wrote, byte for byte (one a ``setup`` or the run itself wrote is refused by name);
-- then, for ``python -m pytest``, the invocation directory goes first on ``sys.path``, as
-  ``-m`` would have put it: the tests import the tree's code as they always did.
+- then the tree goes on ``sys.path`` as Python and pytest would have put it: the tests
+  import the tree's code as they always did.
 
 A refusal is one line on stderr and in ``$REPOGYM_PYTEST_REFUSED``, and pytest stops with
 exit status 4 (a usage error) before it runs a test. The variables the grader set are
-taken out of ``os.environ`` at import: a process the tests start gets the task's own.
+given back once pytest has read them, before the first conftest: a process the tests
+start gets the task's own.
 """
 
 from __future__ import annotations
@@ -42,35 +48,51 @@ _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def _restore_environment() -> dict[str, str]:
+# The grader's own variables, read (not taken) at import: the guard may be imported by a
+# Python that is not pytest, one the command starts before it (repogym_python_start
+# imports it in every Python), whose children must still get them.
+_OURS = {k: os.environ.get(k, "") for k in ("REPOGYM_PYTEST_MANIFEST", "REPOGYM_PYTEST_REFUSED")}
+_MANIFEST: dict[str, Any] = {}
+if _OURS["REPOGYM_PYTEST_MANIFEST"]:
+    _MANIFEST = json.loads(Path(_OURS["REPOGYM_PYTEST_MANIFEST"]).read_text(encoding="utf-8"))
+_TREE = Path(_MANIFEST.get("tree", Path.cwd()))
+_REAL_TREE = Path(os.path.realpath(_TREE))
+_FILES: dict[str, str] = _MANIFEST.get("files", {})
+_SESSION: list[bool] = []  # not empty once the session started
+# pytest 9 puts the configuration's `pythonpath` first on sys.path before it imports the
+# plugins named by -p, and then imports more (readline): the tree's. Deferred to the end
+# of this plugin's checks (pytest 8 does it in a hook that runs after this one's).
+_CONFIGURE_PYTHON_PATH = getattr(pytest.Config, "_configure_python_path", None)
+_DEFERRED_CONFIGS: list[pytest.Config] = []
+if _MANIFEST and _CONFIGURE_PYTHON_PATH is not None:
+
+    def _deferred(config: pytest.Config) -> None:
+        _DEFERRED_CONFIGS.append(config)
+
+    pytest.Config._configure_python_path = _deferred  # type: ignore[method-assign,assignment]
+
+
+def _give_back_environment() -> None:
     """Put back the variables the grader set (``REPOGYM_WAS_<name>``: ``=value``, or
-    empty where it was not set); the grader's own, for this module."""
+    empty where it was not set), once pytest has read them: the processes the tests start
+    get the task's own. PYTHONPATH is the start-up module's to give back."""
     for name in _SET:
         was = os.environ.pop(f"REPOGYM_WAS_{name}", "")
         if was.startswith("="):
             os.environ[name] = was[1:]
         else:
             os.environ.pop(name, None)
-    return {
-        k: os.environ.pop(k)
-        for k in ("REPOGYM_PYTEST_MANIFEST", "REPOGYM_PYTEST_REFUSED")
-        if k in os.environ
-    }
-
-
-_OURS = _restore_environment()
-_MANIFEST: dict[str, Any] = {}
-if "REPOGYM_PYTEST_MANIFEST" in _OURS:
-    _MANIFEST = json.loads(Path(_OURS["REPOGYM_PYTEST_MANIFEST"]).read_text(encoding="utf-8"))
-_TREE = Path(_MANIFEST.get("tree", Path.cwd()))
-_FILES: dict[str, str] = _MANIFEST.get("files", {})
-_SESSION: list[bool] = []  # not empty once the session started
+    for name in _OURS:
+        os.environ.pop(name, None)
+    start = sys.modules.get("repogym_python_start")
+    if start is not None:
+        start.give_back()
 
 
 def _refuse(why: str, *, early: bool = False) -> None:
     """Stop pytest with ``why``: a usage error before the session, an exit in it."""
     line = f"repogym: {why}"
-    refused = _OURS.get("REPOGYM_PYTEST_REFUSED")
+    refused = _OURS["REPOGYM_PYTEST_REFUSED"]
     if refused:
         Path(refused).write_text(line + "\n", encoding="utf-8")
     if early:
@@ -96,10 +118,10 @@ def _blob_id(path: Path) -> str | None:
     return hashlib.new(_MANIFEST.get("object_format", "sha1"), header + data).hexdigest()
 
 
-def _relative(path: Path) -> str | None:
+def _relative(path: Path, tree: Path | None = None) -> str | None:
     try:
         # Not resolved: a link's own path is what pytest imports by.
-        return Path(os.path.abspath(path)).relative_to(_TREE).as_posix()  # noqa: PTH100
+        return Path(os.path.abspath(path)).relative_to(tree or _TREE).as_posix()  # noqa: PTH100
     except ValueError:
         return None
 
@@ -109,6 +131,10 @@ def _check_written(path: Path, what: str, *, early: bool = False) -> None:
     relative = _relative(path)
     if relative is None:
         return  # outside the tree: the environment's
+    if relative not in _FILES:  # through a directory link of the tree's: the file it is
+        real = _relative(Path(os.path.realpath(path)), _REAL_TREE)
+        if real is not None and real in _FILES:
+            relative, path = real, Path(os.path.realpath(path))
     if _FILES.get(relative) is None or _blob_id(path) != _FILES[relative]:
         _refuse(
             f"{relative}: pytest would read this {what}, and it is not the file the grader "
@@ -167,6 +193,7 @@ def _check_conftests(config: pytest.Config) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     if not _MANIFEST:
         return
+    _give_back_environment()
     read = getattr(early_config, "inipath", None)
     if read is not None:
         if _relative(Path(read)) is None:  # above the tree: a shared temporary directory's
@@ -194,6 +221,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         start.restore()
     if sys.argv and sys.argv[0].endswith("__main__.py"):  # python -m pytest
         sys.path.insert(0, str(early_config.invocation_params.dir))
+    for config in _DEFERRED_CONFIGS:  # the configuration's `pythonpath`, first of all
+        _CONFIGURE_PYTHON_PATH(config)  # type: ignore[misc]
 
 
 if hasattr(pytest, "Dir"):  # pytest 8 and later: a directory's conftest.py, __init__.py

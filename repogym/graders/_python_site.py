@@ -8,21 +8,25 @@ The directory holding both is all of ``PYTHONPATH`` as Python starts
 (:mod:`repogym.graders._python_start`): the task's value, or the image's, is not on
 ``sys.path`` while ``site`` runs the ``import`` lines of the environment's ``.pth`` files
 (setuptools' ``_distutils_hack``), and ``python -m`` adds the invocation directory only
-after ``site``. This module:
+after ``site``. The task's value is in ``$REPOGYM_TASK_PYTHONPATH`` (unset where the task
+has none). This module:
 
-- puts ``PYTHONPATH`` back as the task set it (``$REPOGYM_TASK_PYTHONPATH``, what the
-  command's own ``PYTHONPATH=`` was renamed to, or the value before the grader's), so
-  that a process the tests start gets the task's value, and lays ``sys.path`` out as
-  Python would have for it (the environment's ``.pth`` files ran without it: one that
-  imports from a directory of ``PYTHONPATH`` would not find it);
-- takes every entry inside the tree (``$REPOGYM_PYTHON_TREE``) out of ``sys.path`` for
-  now (:data:`DEFERRED`): a ``PYTHONPATH=src`` of the task's, or an image's, would have
-  let a package of the submission's shadow a module the runner imports while it starts
-  (``org.python.core``, which ``copy`` tries; ``pygments``, which pytest imports);
-- runs the environment's own ``sitecustomize`` (found with the tree off the path);
-- for unittest and xmlrunner (``$REPOGYM_PYTHON_RUNNER``): imports the runner now, from
-  the environment, then gives the deferred entries back. pytest's guard gives them back
-  itself, once it has checked what pytest read (:func:`restore`).
+- lays ``sys.path`` out as Python would have from the task's value, but takes every entry
+  inside the tree (``$REPOGYM_PYTHON_TREE``) out for now (:data:`DEFERRED`): a
+  ``PYTHONPATH=src`` would have let a package of the submission's shadow a module the
+  runner imports while it starts (``org.python.core``, which ``copy`` tries;
+  ``pygments``, which pytest imports);
+- runs the environment's own ``sitecustomize`` and ``usercustomize`` (found with the tree
+  off the path); the tree's are never run (issue 44's red team: a ``usercustomize.py`` in
+  ``src`` ran after the tree went back on the path);
+- for pytest, imports the grader's guard plugin now (:mod:`repogym.graders._pytest_guard`),
+  from this directory, before pytest reads a configuration that puts the tree first on
+  ``sys.path``; the guard gives the environment and the tree's entries back once it has
+  checked what pytest read (:func:`give_back`, :func:`restore`). Until then the
+  environment stays as the grader set it, so that a Python process between the command
+  and pytest hands it on;
+- for unittest and xmlrunner, imports the runner now, from the environment, then gives
+  the environment and the tree's entries back.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 
 # os.path, not pathlib: absolute without resolving links, as sys.path holds them.
 HERE = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
+GUARD = "repogym_pytest_guard"
+TASK_VARIABLE = "REPOGYM_TASK_PYTHONPATH"
 # (position in sys.path, entry): the tree's entries, out of sys.path until restore().
 DEFERRED: list[tuple[int, str]] = []
 # What unittest's and xmlrunner's main import as they start, and their reports' writers.
@@ -62,17 +69,10 @@ def _entries(value: str) -> list[str]:
 
 
 def _lay_out(tree: str) -> None:
-    """``PYTHONPATH`` put back as the task set it, and sys.path as Python would have made
-    it from that value, the tree's entries taken out into DEFERRED."""
-    task = os.environ.pop("REPOGYM_TASK_PYTHONPATH", None)
-    was = os.environ.pop("REPOGYM_WAS_PYTHONPATH", "")
-    value = task if task is not None else (was[1:] if was.startswith("=") else None)
-    if value is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = value
+    """sys.path as Python would have made it from the task's PYTHONPATH, the tree's
+    entries taken out into DEFERRED, this directory last (the guard is imported from it)."""
     laid: list[str] = []
-    for entry in _entries(value or "") + sys.path:
+    for entry in _entries(os.environ.get(TASK_VARIABLE) or "") + sys.path:
         if entry not in laid and entry != HERE:
             laid.append(entry)
     kept = []
@@ -81,20 +81,36 @@ def _lay_out(tree: str) -> None:
             DEFERRED.append((index, entry))
         else:
             kept.append(entry)
-    sys.path[:] = [*kept, HERE]  # last: pytest's guard is imported from it
+    sys.path[:] = [*kept, HERE]
 
 
-def _their_sitecustomize() -> None:
-    """The environment's own sitecustomize, if it has one (Debian's Python does)."""
+def _theirs(name: str) -> None:
+    """The environment's own ``sitecustomize`` or ``usercustomize``, if it has one, run
+    now; a ``usercustomize`` is then the one ``site`` finds, so the tree's is not run."""
     import importlib.machinery
     import importlib.util
 
-    path = [p for p in sys.path if os.path.abspath(p) != HERE]  # noqa: PTH100
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    path = [p for p in sys.path if p != HERE]
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    module = types.ModuleType(name) if spec is None else importlib.util.module_from_spec(spec)
+    if name == "usercustomize":
+        sys.modules[name] = module
+    if spec is not None and spec.loader is not None:
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # theirs: Python itself only warns
+            print(f"Error in {name}; set PYTHONVERBOSE for traceback:\n{error!r}")
+
+
+def give_back() -> None:
+    """The environment as the task set it, for the processes the tests start."""
+    value = os.environ.pop(TASK_VARIABLE, None)
+    for name in ("REPOGYM_PYTHON_TREE", "REPOGYM_PYTHON_RUNNER"):
+        os.environ.pop(name, None)
+    if value is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = value
 
 
 def restore() -> None:
@@ -106,18 +122,21 @@ def restore() -> None:
 
 
 def _start() -> None:
-    tree = os.environ.pop("REPOGYM_PYTHON_TREE", "")
-    runner = os.environ.pop("REPOGYM_PYTHON_RUNNER", "")
+    tree = os.environ.get("REPOGYM_PYTHON_TREE", "")
+    runner = os.environ.get("REPOGYM_PYTHON_RUNNER", "")
     _lay_out(os.path.realpath(tree) if tree else "")
-    try:
-        _their_sitecustomize()
-    except Exception as error:  # theirs: Python itself only warns
-        print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{error!r}")
+    _theirs("sitecustomize")
+    _theirs("usercustomize")
+    if runner == "pytest":
+        with contextlib.suppress(ImportError):  # a Python without pytest on the way
+            __import__(GUARD)
+        return
+    give_back()
     if runner == "unittest":
         for name in _RUNNER_MODULES:
             with contextlib.suppress(ImportError):
                 __import__(name)
-        restore()
+    restore()
 
 
 _start()

@@ -7,7 +7,7 @@ A runner imports modules as it starts (``copy``, which tries ``org.python.core``
 would take the runner over before a test ran. So the grader writes a ``sitecustomize.py``
 (and :mod:`repogym.graders._python_site` beside it as ``repogym_python_start.py``) into a
 directory of the run's and makes that directory all of ``PYTHONPATH`` (the value before
-kept in ``REPOGYM_WAS_PYTHONPATH``); ``site`` imports it before the runner imports
+kept in ``REPOGYM_TASK_PYTHONPATH``); ``site`` imports it before the runner imports
 anything, and the ``.pth`` files ``site`` reads first see none of the tree. It lays
 ``sys.path`` out as the task's ``PYTHONPATH`` would have, keeps the tree's entries out
 until the runner has started (unittest's and xmlrunner's modules imported, or pytest's
@@ -15,8 +15,11 @@ guard done checking), and puts the task's value back into the environment for th
 processes the tests start.
 
 A command that sets ``PYTHONPATH`` itself (``PYTHONPATH=src python -m pytest``) would
-drop that directory: the assignment is renamed to ``REPOGYM_TASK_PYTHONPATH=``, which the
-module reads instead. The log and the result show the command as the task wrote it.
+drop that directory: every mention of the variable in the command is renamed to
+``REPOGYM_TASK_PYTHONPATH``, which holds the value before (or is unset where it was), so
+that the command's assignments, exports, unsets and ``$PYTHONPATH`` all act on the
+task's value, and the start-up module reads it from there. The log and the result show
+the command as the task wrote it.
 
 Other runners (and a command that reaches Python another way, such as ``tox`` or a
 script) keep the list of restored files (:data:`repogym.graders._runfiles.RUNNER_FILES`).
@@ -31,9 +34,10 @@ from pathlib import Path
 SITE_MODULE = "repogym_python_start"
 _SITE_SOURCE = Path(__file__).with_name("_python_site.py")
 _RUNS_UNITTEST = re.compile(r"(?<![\w.-])-m\s*(?:unittest|xmlrunner)(?![\w.-])")
-# A word of the command that assigns PYTHONPATH (`PYTHONPATH=src cmd`, `env PYTHONPATH=`,
-# `export PYTHONPATH=`), not one that reads it (`$PYTHONPATH`, `${PYTHONPATH}`).
-_ASSIGNS = re.compile(r"(?<![\w${}.:/-])PYTHONPATH=")
+# The variable, wherever the command names it (`PYTHONPATH=src cmd`, `export PYTHONPATH`,
+# `$PYTHONPATH`, `${PYTHONPATH:-}`), but not as part of a longer name.
+_MENTIONS = re.compile(r"(?<![\w])PYTHONPATH(?![\w])")
+TASK_VARIABLE = "REPOGYM_TASK_PYTHONPATH"
 
 
 def runs_unittest(command: str) -> bool:
@@ -50,8 +54,9 @@ def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path,
     (site / f"{SITE_MODULE}.py").write_bytes(_SITE_SOURCE.read_bytes())
     (site / "sitecustomize.py").write_text(f"import {SITE_MODULE}  # noqa: F401\n")
     lines = [
-        'export REPOGYM_WAS_PYTHONPATH="${PYTHONPATH+=}${PYTHONPATH-}"',
+        f'if [ -n "${{PYTHONPATH+set}}" ]; then export {TASK_VARIABLE}="$PYTHONPATH"; '
+        f"else unset {TASK_VARIABLE}; fi",
         f"export PYTHONPATH={shlex.quote(str(site))}",
         f"export REPOGYM_PYTHON_TREE={shlex.quote(str(tree))} REPOGYM_PYTHON_RUNNER={runner}",
     ]
-    return site, "\n".join([*lines, _ASSIGNS.sub("REPOGYM_TASK_PYTHONPATH=", command)])
+    return site, "\n".join([*lines, _MENTIONS.sub(TASK_VARIABLE, command)])

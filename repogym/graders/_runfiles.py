@@ -13,10 +13,9 @@ submission *added* is told against the merge base. What is the base's in it:
   submission added is removed, one it changed is the base's again (:data:`RUNNER_FILES`);
   of ``pyproject.toml`` only the ``[tool.pytest...]`` tables, of ``package.json`` only the
   keys that configure jest and mocha and the scripts npm runs;
-- modules at the top of the tree (or of ``src/``, or of the base's pytest ``pythonpath``)
-  that the submission added and that shadow the runner or the standard library
-  (``pytest.py``, ``cmd.py``), and package metadata there (``*.dist-info``), whose entry
-  points would load as plugins: ``python -m pytest`` puts the tree first on ``sys.path``;
+- modules at the top of the tree, ``src/`` or the base's ``pythonpath`` that the
+  submission added and that shadow the runner or the standard library (``pytest.py``, a
+  link ``readline``), and package metadata there (``*.dist-info``: plugins' entry points);
 - Python test modules the submission added outside the directories of the task's test
   files: the runner would import them, and a module can patch the runner on import.
 
@@ -92,6 +91,7 @@ RUNNER_MODULES = frozenset(
 )
 CONFIG_NAMES = frozenset(CONFIG_ORDER)
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv"})
+_MODULE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")  # what Python imports as a module
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,17 +296,22 @@ def _stray_test_module(path: str, test_dirs: set[str]) -> bool:
 
 
 def _shadows(path: str, roots: list[str]) -> bool:
-    """Whether ``path`` is a module or package at the top of a ``sys.path`` root that
-    shadows one the runner imports or one of the standard library."""
+    """Whether ``path``, at the top of a ``sys.path`` root, shadows a module the runner or
+    the standard library has (a module file of any suffix, a package's ``__init__``, an
+    entry with none: a link to a package), or is package metadata, in either case."""
     for root in roots:
         rest = path[len(root) :] if path.startswith(root) else ""
-        top = rest.split("/", 1)[0]
-        if "/" in rest and top.endswith((".dist-info", ".egg-info")):
+        top, slash, inside = rest.partition("/")
+        if slash and top.lower().endswith((".dist-info", ".egg-info")):
             return True  # its entry points would register pytest plugins (pytest11)
-        name = rest.removesuffix("/__init__.py") if rest.endswith("/__init__.py") else rest
-        if "/" in name or (not name.endswith(".py") and not rest.endswith("/__init__.py")):
-            continue
-        name = name.removesuffix(".py")
+        if slash:
+            if inside not in ("__init__.py", "__init__.pyc"):
+                continue
+            name = top
+        else:
+            name, dot, _ = rest.partition(".")
+            if dot and not rest.endswith(_MODULE_SUFFIXES):
+                continue
         if name in RUNNER_MODULES or name in sys.stdlib_module_names:
             return True
     return False
@@ -390,7 +395,6 @@ def _link_into(dest: Path, path: str, target: Path) -> bool:
 
 
 def _reachable_by_others(path: Path) -> bool:
-    """Whether another user (the sandbox's) can go through to ``path``: every directory
-    on the way must let others in."""
+    """Whether another user (the sandbox's) can go through every directory to ``path``."""
     real = Path(os.path.realpath(path))
     return all(d.stat().st_mode & 0o001 for d in (real, *real.parents))

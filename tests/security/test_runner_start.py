@@ -152,6 +152,9 @@ FORGE_AT_EXIT = (
 )
 START_UP = {
     "_distutils_hack": {"_distutils_hack/__init__.py": FORGE_AT_EXIT},
+    # What `site` imports after sitecustomize (issue 44's red team: under xmlrunner, after
+    # the tree had gone back on sys.path).
+    "usercustomize": {"usercustomize.py": FORGE_ANY},
     "org": {"org/__init__.py": "", "org/python/__init__.py": "", "org/python/core.py": FORGE_ANY},
     "pygments": {"pygments/__init__.py": FORGE_ANY},
 }
@@ -177,7 +180,15 @@ PLACES = {
     "top": ("", "PYTHONPATH=src "),
     "command": ("src/", "PYTHONPATH=src "),
     "env": ("src/", ""),
+    # The command's own lines on the variable act on the task's value (the red team's
+    # honest fixes that failed: `$PYTHONPATH` was the grader's directory, and a separate
+    # `export PYTHONPATH` exported nothing of the task's).
+    "append": ("src/", "PYTHONPATH=src:$PYTHONPATH "),
+    "export": ("src/", "PYTHONPATH=src; export PYTHONPATH; "),
 }
+# The task's `env: PYTHONPATH`, and what the tests' own processes must see.
+ENV_VALUE = {"env": "src", "append": "vendor"}
+SEEN = {"append": "src:vendor"}
 
 
 def _python_path_task(runner: str, place: str) -> str:
@@ -186,7 +197,7 @@ def _python_path_task(runner: str, place: str) -> str:
         task = LOOSE_TASK.replace("command: python -m pytest", f"command: {prefix}python -m pytest")
     else:
         task = UNITTEST_TASK.format(command=prefix + XMLRUNNER)
-    return task + ("env:\n  PYTHONPATH: src\n" if place == "env" else "")
+    return task + (f"env:\n  PYTHONPATH: {ENV_VALUE[place]}\n" if place in ENV_VALUE else "")
 
 
 # unittest imports no pygments.
@@ -213,10 +224,10 @@ CHILD = (
     "    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
 )
 ENV_TEST = {
-    "pytest": CHILD + "\n\ndef test_environment():\n    assert _child().stdout == 'src\\n'\n",
+    "pytest": CHILD + "\n\ndef test_environment():\n    assert _child().stdout == 'SEEN\\n'\n",
     "unittest": CHILD
     + "\n\nimport unittest\n\n\nclass TestEnv(unittest.TestCase):\n"
-    + "    def test_environment(self):\n        self.assertEqual(_child().stdout, 'src\\n')\n",
+    + "    def test_environment(self):\n        self.assertEqual(_child().stdout, 'SEEN\\n')\n",
 }
 ENV_ID = {
     "pytest": "tests/test_env.py::test_environment",
@@ -235,9 +246,97 @@ def test_a_fix_passes_whoever_sets_pythonpath(case: Case, runner: str, place: st
     )
     if runner == "pytest":
         task = task.replace("  pass_to_pass:\n", f"  pass_to_pass:\n    - {ENV_ID[runner]}\n")
-    case.base(task=task, files={**files, "tests/test_env.py": ENV_TEST[runner]})
+    seen = ENV_TEST[runner].replace("SEEN", SEEN.get(place, "src"))
+    case.base(task=task, files={**files, "tests/test_env.py": seen})
     gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
     case.submit({"src/slugify/core.py": gold})
+    graded = case.grade()
+    assert graded.problems(verdict=False) == []
+    report = graded.report or {}
+    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+
+
+# -- what issue 44's red team found in the runner's start --------------------------------
+
+# Clears the guard's record of the files it checks, if it can reach the guard.
+NEUTER = (
+    "import sys\n_g = sys.modules.get('repogym_pytest_guard')\n"
+    "if _g is not None:\n    _g._MANIFEST.clear()\n"
+)
+# Every failed report of pytest's made a pass, from inside pytest's own class.
+FLIP_REPORTS = (
+    "from _pytest.reports import TestReport\n"
+    "_made = TestReport.from_item_and_call.__func__\n\n\n"
+    "def _flipped(cls, item, call):\n"
+    "    report = _made(cls, item, call)\n"
+    "    if report.failed:\n"
+    "        report.outcome = 'passed'\n"
+    "        report.longrepr = None\n"
+    "    return report\n\n\n"
+    "TestReport.from_item_and_call = classmethod(_flipped)\n"
+)
+
+
+def test_a_module_of_the_guards_name_in_the_configurations_pythonpath_is_not_the_guard(
+    case: Case,
+) -> None:
+    # pytest 9 puts the configuration's `pythonpath` (src, here) first on sys.path before
+    # it imports the -p plugins: src/repogym_pytest_guard.py stood in for the guard and
+    # flipped every failure (PASS 1.000 on the bugfix example as it ships).
+    case.base()
+    case.submit({"src/repogym_pytest_guard.py": p.FLIP_CONFTEST})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_plugins_are_not_autoloaded_whatever_the_tree_holds(case: Case) -> None:
+    # The guard gave PYTEST_DISABLE_PLUGIN_AUTOLOAD back before pytest read it: every
+    # installed pytest11 entry point loaded, and one of an upper-case DIST-INFO in src
+    # (which the copy kept) cleared the guard's records and flipped the reports.
+    case.base(task=LOOSE_TASK)
+    case.submit(
+        {
+            "src/zzevil-1.0.DIST-INFO/METADATA": "Metadata-Version: 2.1\nName: zzevil\n",
+            "src/zzevil-1.0.DIST-INFO/entry_points.txt": "[pytest11]\nzz = zzplug\n",
+            "src/zzplug.py": NEUTER + FLIP_REPORTS,
+        }
+    )
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_a_link_named_after_a_module_pytest_imports_is_not_that_module(case: Case) -> None:
+    # src/readline, a symlink to a package of the submission's: pytest imports readline
+    # while the tree was on sys.path, and the list of shadows took only `readline.py`.
+    case.base(task=LOOSE_TASK)
+    case.submit({"src/rl/__init__.py": NEUTER + FLIP_REPORTS}, commit=False)
+    (case.repo.root / "src" / "readline").symlink_to("rl")
+    case.repo.commit("attack")
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+PROBE_PLUGINS = (
+    "import os\n\n\ndef test_started_as_the_grader_says(pytestconfig):\n"
+    "    manager = pytestconfig.pluginmanager\n"
+    "    loaded = [name for name, _ in manager.list_name_plugin()]\n"
+    "    assert not any('hypothesis' in str(n) for n in loaded), loaded\n"
+    "    assert 'PYTEST_DISABLE_PLUGIN_AUTOLOAD' not in os.environ\n"
+    "    ours = [k for k in os.environ if k.startswith('REPOGYM_') and k != 'REPOGYM_RUN']\n"
+    "    assert not ours, ours  # REPOGYM_RUN: the marker of the command's processes\n"
+)
+
+
+def test_a_fix_passes_with_no_plugin_autoloaded_and_the_environment_given_back(
+    case: Case,
+) -> None:
+    # hypothesis's pytest11 entry point is installed beside pytest here: not loaded.
+    task = LOOSE_TASK.replace(
+        "  pass_to_pass:\n",
+        "  pass_to_pass:\n    - tests/test_probe.py::test_started_as_the_grader_says\n",
+    )
+    case.base(task=task, files={"tests/test_probe.py": PROBE_PLUGINS})
+    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
+    case.submit({"src/slugify/core.py": gold}, commit=False)
+    (case.repo.root / "src" / "slugify_compat").symlink_to("slugify")  # read through a link
+    case.repo.commit("fix")
     graded = case.grade()
     assert graded.problems(verdict=False) == []
     report = graded.report or {}
