@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shlex
 import shutil
 import stat
-import tempfile
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -32,12 +30,11 @@ from repogym.actions import (
     Submit,
     WriteFile,
 )
-from repogym.container.episode import EpisodeRunner
 from repogym.environment import prepare
 from repogym.errors import EnvError, EpisodeLost, WorkspaceError
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
-from repogym.runner import CommandResult, Runner
+from repogym.runner import AgentRunner, CommandResult
 from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
@@ -87,7 +84,7 @@ class RepoEnv:
         # what keeps it from being had is said before the first step (issue 20); each
         # episode's container made at reset() and removed at the next and at close()
         # (issue 23).
-        self.runner: Runner | EpisodeRunner = (
+        self.runner: AgentRunner = (
             host_runner(self.task)
             if self.task.environment is None
             else prepare(self.task, self.repo, self.base).episode_runner(self.task)
@@ -114,12 +111,11 @@ class RepoEnv:
         if not self.keep_workspace:
             holder = str(self._root.parent)
             self._cleanup = weakref.finalize(self, shutil.rmtree, holder, True)
-        if isinstance(self.runner, EpisodeRunner):
-            try:
-                self.runner.start(self._root)
-            except BaseException:
-                self._discard()
-                raise
+        try:
+            self.runner.start(self._root)
+        except BaseException:
+            self._discard()
+            raise
         self._state = "running"
         self.steps = 0
         output = f"A fresh checkout of {self.base_ref} ({self.base[:12]}), {self.task.type} task."
@@ -150,8 +146,7 @@ class RepoEnv:
         """The episode ended: its container goes (no command can run any more), its
         workspace too unless it is kept."""
         self._state = "ended"
-        if isinstance(self.runner, EpisodeRunner):
-            self.runner.stop()
+        self.runner.stop()
         if not self.keep_workspace:
             self._discard()
 
@@ -174,10 +169,9 @@ class RepoEnv:
         access (so its diff is never stale). :class:`EnvError` when there is none."""
         if self._root is None:
             raise EnvError(f"RepoEnv.workspace: none {_NOT_RUNNING[self._state]}")
-        if isinstance(self.runner, EpisodeRunner):
-            # The commands' tree is copied back from their container when it is read
-            # (issue 23); EpisodeLost when it cannot be.
-            self._left_out = self.runner.sync() or self._left_out
+        # The commands' tree is copied back from their container, if they ran in one,
+        # when it is read (issue 23); EpisodeLost when it cannot be.
+        self._left_out = self.runner.sync() or self._left_out
         return Workspace(self._root, self.base, self.task, base_ref=self.base_ref, shared=False)
 
     def _do_submit(self) -> GradeResult:
@@ -216,25 +210,7 @@ class RepoEnv:
         root = self._root
         if root is None:
             raise EnvError(f"RepoEnv.step() {_NOT_RUNNING[self._state]}")
-        if isinstance(self.runner, EpisodeRunner):
-            # Bytecode in the container's /tmp; the tree comes back to the host when it is
-            # next read (ReadFile, WriteFile, the workspace, Submit), not after each command.
-            variables = {"PYTHONPYCACHEPREFIX": "/tmp/pycache", **(env or {})}
-            return self.runner.run(
-                command, root, timeout=timeout, env=variables, writable=[root], collect=[root]
-            )
-        with scratch.held("repogym-env-pycache-", commands=True) as holder:
-            # Bytecode out of the tree: a .pyc there would be part of the submission.
-            pycache = holder / "pycache"
-            pycache.mkdir()
-            variables = {"PYTHONPYCACHEPREFIX": str(pycache), **(env or {})}
-            try:
-                return self.runner.run(
-                    command, root, timeout=timeout, env=variables, writable=[root, pycache]
-                )
-            finally:
-                if self.runner.switches_user():
-                    self.runner.lock(root)
+        return self.runner.run_agent(command, root, timeout=timeout, env=env)
 
     def _file_action(self, action: ReadFile | WriteFile) -> _Outcome:
         """Read or write a file of the agent's tree, from the grader's process (root,
@@ -269,23 +245,11 @@ class RepoEnv:
             return _observation(error=f"{action.path}: cannot {verb}: {error.strerror}"), 0.0, {}
 
     def _apply_patch(self, action: ApplyPatch) -> _Outcome:
-        # git itself refuses paths that leave the tree, go through a symlink or into .git.
-        # It runs through the runner: the workspace's git config is the agent's to edit.
-        if isinstance(self.runner, EpisodeRunner):
-            return self._apply_patch_in_container(action)
-        with tempfile.TemporaryDirectory(prefix="repogym-patch-") as holder:
-            patch = Path(holder) / "action.patch"
-            patch.write_text(action.patch, encoding="utf-8")
-            command = f"git apply --verbose -- {shlex.quote(str(patch))}"
-            Path(holder).chmod(0o755)  # the agent's user reads the patch
-            patch.chmod(0o644)
-            run = self._run_agent(command, _APPLY_TIMEOUT, {"LC_ALL": "C"})
-        error = None if run.ok else f"git apply: {_git_errors(run)}"
-        return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
-
-    def _apply_patch_in_container(self, action: ApplyPatch) -> _Outcome:
-        """In a container the patch goes in with the tree: into its ``.git``, which is
-        not part of the submission, removed by the same command (the image needs git)."""
+        """The patch goes in with the tree, into its ``.git`` (not part of the submission),
+        and is applied and removed by one command of the agent's, through the runner: the
+        workspace's git config is the agent's to edit, and git itself refuses paths that
+        leave the tree, go through a symlink or into ``.git`` (in a container, the image
+        needs git)."""
         root = self.workspace.root
         name = ".git/repogym-action.patch"
         try:
@@ -299,12 +263,11 @@ class RepoEnv:
         return _observation(_output(run), exit_code=run.exit_code, error=error), 0.0, {}
 
     def _submit(self) -> _Outcome:
-        if isinstance(self.runner, EpisodeRunner):
-            # The tree as the last command left it, then the container removed before the
-            # grade: nothing the agent left running there takes a step while the tests run,
-            # on the network `network: all` gives both (issue 23).
-            _ = self.workspace
-            self.runner.stop()
+        # The tree as the last command left it, then the episode stopped before the grade
+        # (its container removed): nothing the agent left running takes a step while the
+        # tests run, on the network `network: all` gives both (issue 23).
+        _ = self.workspace
+        self.runner.stop()
         try:
             result = self._do_submit()
         except WorkspaceError as error:
@@ -342,8 +305,7 @@ class RepoEnv:
         return target
 
     def _discard(self) -> None:
-        if isinstance(self.runner, EpisodeRunner):
-            self.runner.stop()  # nothing of the episode left in the engine (issue 23)
+        self.runner.stop()  # nothing of the episode left in the engine (issue 23)
         if self._cleanup is not None:
             self._cleanup()  # removes the tree, once
             self._cleanup = None

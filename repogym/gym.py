@@ -56,7 +56,6 @@ from repogym.actions import (
 )
 from repogym.batch import Executor, grade_many
 from repogym.container.engine import engine_errors
-from repogym.container.episode import EpisodeRunner
 from repogym.env import RepoEnv
 from repogym.errors import EnvError, EpisodeLost
 from repogym.models import GradeResult
@@ -342,8 +341,7 @@ class VectorRepoEnv(SyncVectorEnv):
                 continue
             if job is not None:
                 jobs[i] = {"id": str(i), **job}
-                if isinstance(env.runner, EpisodeRunner):
-                    env.runner.stop()
+                env.runner.stop()
         if not jobs:
             return
         try:
@@ -365,9 +363,12 @@ class VectorRepoEnv(SyncVectorEnv):
         One that cannot be paused is gone: its env's next step says so."""
         with contextlib.ExitStack() as stack:
             for env in members:
-                if env is not but and isinstance(env.runner, EpisodeRunner):
-                    with contextlib.suppress(*engine_errors()):
+                if env is not but:
+                    try:
                         stack.enter_context(env.runner.isolated())
+                    except Exception as error:  # the engine's only (it is not asked else)
+                        if not isinstance(error, engine_errors()):
+                            raise
             yield
 
 

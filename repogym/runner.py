@@ -47,12 +47,14 @@ from repogym.sandbox import reaper as _reaper
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.sandbox.output import Tail, wait_exit
+from repogym.tree import scratch as _scratch
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
     "MAX_TIMEOUT",
     "OUTPUT_GRACE",
     "SAFE_VARIABLES",
+    "AgentRunner",
     "CommandResult",
     "CommandRunner",
     "Runner",
@@ -196,6 +198,38 @@ class CommandRunner(Protocol):
         ...
 
 
+class AgentRunner(Protocol):
+    """What runs an agent's commands in RepoEnv: :class:`Runner` on the host, or
+    :class:`repogym.container.episode.EpisodeRunner` in one container for the episode.
+    RepoEnv chooses one and asks it only these (issue 46)."""
+
+    def start(self, tree: Path) -> None:
+        """The episode begins in ``tree``."""
+        ...
+
+    def stop(self) -> None:
+        """The episode ends: nothing of it runs on."""
+        ...
+
+    def sync(self) -> str:
+        """The host's ``tree`` as the agent's commands left it; what was left out."""
+        ...
+
+    def isolated(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing of the episode takes a step while the block runs (a grade's tests)."""
+        ...
+
+    def add(self, tree: Path, paths: Sequence[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+    def run_agent(
+        self, command: str, tree: Path, *, timeout: float, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        """One of the agent's commands in ``tree``, its bytecode kept out of the tree."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Runner:
     """Runs untrusted shell commands; see the module docstring.
@@ -305,6 +339,39 @@ class Runner:
     @property
     def links_dependencies(self) -> bool:
         return True
+
+    # An agent's episode on the host (RepoEnv): nothing to start, stop or copy back.
+    def start(self, tree: Path) -> None:
+        """Nothing to start: the agent's commands run in ``tree`` itself."""
+
+    def stop(self) -> None:
+        """Nothing runs on: each command's processes are killed as it ends."""
+
+    def sync(self) -> str:
+        """The tree is the host's already."""
+        return ""
+
+    def isolated(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing of the episode runs between its commands."""
+        return contextlib.nullcontext()
+
+    def run_agent(
+        self, command: str, tree: Path, *, timeout: float, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        """The command as the sandbox user, with ``tree`` its to write for the run and
+        read-only to every command after it (the tests a Submit runs cannot plant anything
+        there for the next episode: issue 9), its bytecode in a directory of its own (a
+        ``.pyc`` in the tree would be part of the submission)."""
+        with _scratch.held("repogym-env-pycache-", commands=True) as holder:
+            pycache = holder / "pycache"
+            pycache.mkdir()
+            variables = {"PYTHONPYCACHEPREFIX": str(pycache), **(env or {})}
+            try:
+                writable = [tree, pycache]
+                return self.run(command, tree, timeout=timeout, env=variables, writable=writable)
+            finally:
+                if self.switches_user():
+                    self.lock(tree)
 
     def found(self, result: CommandResult, key: str) -> CommandResult:
         """A program missing from the PATH the commands get, on this machine."""

@@ -280,6 +280,17 @@ class EpisodeRunner:
         except engine_errors() as error:
             self._lose(f"a file could not be copied into it ({said(error)})")
 
+    def run_agent(
+        self, command: str, tree: Path, *, timeout: float, env: Mapping[str, str] | None = None
+    ) -> CommandResult:
+        """One of the agent's commands in the episode's container, its bytecode in the
+        container's /tmp; the tree comes back to the host when it is next read (ReadFile,
+        WriteFile, the workspace, Submit: :meth:`sync`), not after each command."""
+        variables = {"PYTHONPYCACHEPREFIX": "/tmp/pycache", **(env or {})}
+        return self.run(
+            command, tree, timeout=timeout, env=variables, writable=[tree], collect=[tree]
+        )
+
     def run(
         self,
         command: str,
