@@ -176,6 +176,7 @@ class CommandRunner(Protocol):
         collect: Sequence[Path] = (),
         network: bool = False,
         shown: str | None = None,
+        readable: Sequence[Path] = (),
     ) -> CommandResult: ...
 
     def switches_user(self) -> bool: ...

@@ -218,15 +218,17 @@ class ContainerRunner:
         collect: Sequence[Path] = (),
         network: bool = False,
         shown: str | None = None,
+        readable: Sequence[Path] = (),
     ) -> CommandResult:
         """Run ``command`` in ``cwd`` in a fresh container; ``writable`` trees are its to
-        write, ``collect`` those copied back to the host after it (the grader reads them);
-        ``network``: the command is the task's ``setup``."""
+        write, ``collect`` those copied back to the host after it (the grader reads them),
+        ``readable`` those it only reads (mounted read-only, as every tree it is not given
+        to write); ``network``: the command is the task's ``setup``."""
         check_timeout(timeout)
         told = progress.current()
         if told is not None:
             told.command_started(shown or command, cwd)
-        trees = sorted({Path(cwd), *map(Path, writable), *map(Path, collect)})
+        trees = sorted({Path(cwd), *map(Path, writable), *map(Path, collect), *map(Path, readable)})
         writes = {Path(t) for t in writable}
         setting = Setting(
             api=self.client.api,

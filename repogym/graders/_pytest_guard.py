@@ -27,6 +27,9 @@ A refusal is one line on stderr and in ``$REPOGYM_PYTEST_REFUSED``, and pytest s
 exit status 4 (a usage error) before it runs a test. The variables the grader set are
 given back once pytest has read them, before the first conftest: a process the tests
 start gets the task's own.
+
+PYTEST_DONT_REWRITE: imported before pytest names it, it cannot be rewritten, and a
+configuration with ``filterwarnings = error`` would stop at pytest's warning that says so.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ from typing import Any
 import pytest
 
 _SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
+# What pytest imports once the tree is on sys.path: its highlighting, and the debugger its
+# debugging plugin imports at configure (issue 44's red team: a `lib/pdb.py` on the
+# configuration's `pythonpath`). Imported from the environment first.
+_LATE = (
+    "pygments.lexers.python",
+    "pygments.lexers.diff",
+    "pygments.formatters",
+    "pdb",
+    "bdb",
+    "cmd",
+    "code",
+    "codeop",
+    "rlcompleter",
+)
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -152,11 +169,19 @@ def _imported_from_tree() -> str | None:
     return None
 
 
-def _load_plugins(config: pytest.Config) -> None:
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The entry points of the distributions the base's configuration requires, loaded as
+    this plugin is registered: before pytest checks ``required_plugins`` (issue 44's red
+    team: loaded later, a task that requires hypothesis could not start), and while the
+    tree is off ``sys.path``."""
+    if _MANIFEST:
+        _load_plugins(pluginmanager)
+
+
+def _load_plugins(manager: pytest.PytestPluginManager) -> None:
     """The entry points of the distributions the base's configuration requires."""
     from importlib import metadata
 
-    manager = config.pluginmanager
     for wanted in _MANIFEST.get("plugins", []):
         match = _NAME.match(wanted)
         if match is None:
@@ -211,9 +236,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
             "sys.path until then",
             early=True,
         )
-    _load_plugins(early_config)
     _check_conftests(early_config)
-    for lazy in ("pygments.lexers.python", "pygments.lexers.diff", "pygments.formatters"):
+    for lazy in _LATE:
         with contextlib.suppress(ImportError):
             __import__(lazy)  # pytest imports them late, with the tree on sys.path
     start = sys.modules.get("repogym_python_start")

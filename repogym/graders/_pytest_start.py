@@ -73,12 +73,13 @@ def prepare(
     config: str | None,
     plugins: tuple[str, ...],
     object_format: str = "sha1",
-) -> str:
-    """The command to run instead of ``command``: the guard and its manifest written into
-    ``reports/python``, beside the start-up modules of
-    :mod:`repogym.graders._python_start` (``written``: the run's files by path and git
-    blob id; ``config``: the base's configuration file at the top of the tree;
-    ``plugins``: its required plugins), the variables set, then ``command``."""
+) -> tuple[Path, str]:
+    """The directory the command must read (the start-up modules of
+    :mod:`repogym.graders._python_start`, the guard and its manifest, written there) and
+    the command to run instead of ``command``: the variables set, then ``command``
+    (``written``: the run's files by path and git blob id; ``config``: the base's
+    configuration file at the top of the tree; ``plugins``: its required plugins). The
+    guard's refusal is written into ``reports``."""
     guard, started = _python_start.prepare(command, tree, reports, "pytest")
     (guard / f"{GUARD}.py").write_bytes(_GUARD_SOURCE.read_bytes())
     manifest = {
@@ -99,7 +100,7 @@ def prepare(
         f"export REPOGYM_PYTEST_MANIFEST={shlex.quote(str(guard / 'manifest.json'))}",
         f"export REPOGYM_PYTEST_REFUSED={shlex.quote(str(reports / 'refused'))}",
     ]
-    return "\n".join([*lines, started])
+    return guard, "\n".join([*lines, started])
 
 
 def refusal(reports: Path) -> str | None:

@@ -46,11 +46,14 @@ def runs_unittest(command: str) -> bool:
 
 
 def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path, str]:
-    """The directory of the run's start-up modules (``reports/python``, written) and the
-    command to run instead of ``command``: the variables set, then ``command`` with its
-    own ``PYTHONPATH=`` renamed. ``runner`` is ``pytest`` or ``unittest``."""
-    site = reports / "python"
-    site.mkdir()
+    """The directory of the run's start-up modules (written beside ``reports``, the
+    grader's and only readable to the command: one step of the command before the runner,
+    the submission's code, rewrote the sitecustomize in it: issue 44's red team) and the
+    command to run instead of ``command``: the variables set, then ``command`` with every
+    mention of ``PYTHONPATH`` renamed. ``runner`` is ``pytest`` or ``unittest``."""
+    site = reports.with_name(f"{reports.name}-start")
+    site.mkdir(mode=0o755)
+    site.chmod(0o755)
     (site / f"{SITE_MODULE}.py").write_bytes(_SITE_SOURCE.read_bytes())
     (site / "sitecustomize.py").write_text(f"import {SITE_MODULE}  # noqa: F401\n")
     lines = [

@@ -147,9 +147,9 @@ def _run_once(
     reports.mkdir()
     junit = reports / "junit.xml"
     shown = config.command.replace("{junit}", shlex.quote(str(junit)))
-    command = shown
+    command, start = shown, []
     if _pytest_start.runs_pytest(config.command):
-        command = _pytest_start.prepare(
+        site, command = _pytest_start.prepare(
             shown,
             tree,
             reports,
@@ -158,8 +158,10 @@ def _run_once(
             plugins=files.pytest.plugins,
             object_format=files.object_format,
         )
+        start = [site]
     elif _python_start.runs_unittest(config.command):
-        command = _python_start.prepare(shown, tree, reports, "unittest")[1]
+        site, command = _python_start.prepare(shown, tree, reports, "unittest")
+        start = [site]
     run = runner.run(
         command,
         tree,
@@ -167,6 +169,7 @@ def _run_once(
         writable=[tree, reports],
         collect=[reports],
         shown=shown,
+        readable=start,
     )
     runner.found(run, "tests.command")
     refused = _pytest_start.refusal(reports)

@@ -341,3 +341,90 @@ def test_a_fix_passes_with_no_plugin_autoloaded_and_the_environment_given_back(
     assert graded.problems(verdict=False) == []
     report = graded.report or {}
     assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+
+
+# -- the red team's second round ----------------------------------------------------------
+
+# Stands in for a module of the standard library: flips pytest's reports, then puts the
+# real module in its place, so that whoever imported it gets what they expected.
+STAND_IN = (
+    "import os as _os, sys as _sys\n"
+    "try:\n"
+    + "".join("    " + line + "\n" for line in (NEUTER + FLIP_REPORTS).splitlines())
+    + "except ImportError:\n    pass\n"
+    "_here = _os.path.dirname(_os.path.abspath(__file__))\n"
+    "_name = __name__\n"
+    "del _sys.modules[_name]\n"
+    "_saved = _sys.path[:]\n"
+    "_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or '.') != _here]\n"
+    "try:\n    _real = __import__(_name)\nfinally:\n    _sys.path[:] = _saved\n"
+    "_sys.modules[_name] = _real\n"
+)
+
+
+def test_the_debugger_pytest_imports_late_is_the_environments(case: Case) -> None:
+    # pytest's debugging plugin imports pdb (and cmd, code, codeop) at configure, once the
+    # tree is on sys.path: a `lib/pdb.py` on the pytest.toml's `pythonpath`, a root the
+    # list of shadows does not know, passed.
+    case.base(task=LOOSE_TASK, files={"pytest.toml": '[pytest]\npythonpath = ["src", "lib"]\n'})
+    case.repo.git("checkout", "--quiet", "main")
+    case.repo.delete("pytest.ini")
+    case.repo.commit("pytest.toml only")
+    case.repo.git("checkout", "--quiet", "-B", "attack", "main")
+    case.submit({"lib/pdb.py": STAND_IN})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_a_step_before_pytest_cannot_rewrite_the_graders_start(case: Case) -> None:
+    # `python src/build.py && python -m pytest`: the build step, the submission's code,
+    # appended to the grader's sitecustomize.py, which was in the report's directory
+    # (writable by the command). It is beside it now, the grader's, read-only.
+    task = LOOSE_TASK.replace(
+        "command: python -m pytest", "command: python src/build.py && python -m pytest"
+    )
+    tamper = (
+        "import os\n"
+        "start = os.environ.get('PYTHONPATH', '')\n"
+        "for name in ('sitecustomize.py', 'repogym_pytest_guard.py', 'manifest.json'):\n"
+        "    try:\n"
+        f"        open(os.path.join(start, name), 'a').write({FLIP_REPORTS!r})\n"
+        "    except OSError as error:\n"
+        "        print('refused:', error)\n"
+    )
+    case.base(task=task, files={"src/build.py": "print('built')\n"})
+    case.submit({"src/build.py": tamper})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_a_command_that_clears_the_environment_is_the_tasks_error(case: Case) -> None:
+    # `env -i ... python -m pytest` drops what the grader starts pytest with: pytest then
+    # ran with no check, and a start-up module of the submission's passed.
+    task = LOOSE_TASK.replace(
+        "command: python -m pytest", 'command: env -i PATH="$PATH" python -m pytest'
+    )
+    case.base(task=task)
+    case.submit({"pygments/__init__.py": FORGE_ANY})
+    graded = case.grade()
+    assert graded.returncode == 2, graded.output
+    assert "`tests.command`: starts the test runner with the environment cleared" in (
+        graded.stderr
+    ), graded.stderr
+    assert not graded.problems("", verdict=False)
+
+
+@pytest.mark.parametrize(
+    "ini",
+    ["required_plugins = hypothesis\n", "filterwarnings =\n    error\n"],
+    ids=["required_plugins", "filterwarnings-error"],
+)
+def test_a_fix_passes_with_the_bases_own_strictness(case: Case, ini: str) -> None:
+    # The red team's honest fixes graded FAIL: a required plugin loaded after pytest
+    # checked it ("Missing required plugins"), and the guard's import warned under
+    # `filterwarnings = error` (it cannot be rewritten).
+    case.base(task=LOOSE_TASK, files={"pytest.ini": "[pytest]\npythonpath = src\n" + ini})
+    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
+    case.submit({"src/slugify/core.py": gold})
+    graded = case.grade()
+    assert graded.problems(verdict=False) == []
+    report = graded.report or {}
+    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
