@@ -122,6 +122,20 @@ def test_a_configuration_above_the_tree_is_refused(
         shutil.rmtree(shared)
 
 
+def fix_passes(case: Case, link: tuple[str, str] | None = None) -> None:
+    """The bugfix example's fix (and ``link``: a symlink, path and target), graded: PASS,
+    nothing left behind."""
+    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
+    case.submit({"src/slugify/core.py": gold}, commit=False)
+    if link is not None:
+        (case.repo.root / link[0]).symlink_to(link[1])
+    case.repo.commit("fix")
+    graded = case.grade()
+    assert graded.problems(verdict=False) == []
+    report = graded.report or {}
+    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+
+
 # -- the tree on PYTHONPATH while the runner starts ---------------------------------------
 
 # Imported while a runner starts (by `copy`, or pytest's highlighting): the report forged
@@ -248,12 +262,7 @@ def test_a_fix_passes_whoever_sets_pythonpath(case: Case, runner: str, place: st
         task = task.replace("  pass_to_pass:\n", f"  pass_to_pass:\n    - {ENV_ID[runner]}\n")
     seen = ENV_TEST[runner].replace("SEEN", SEEN.get(place, "src"))
     case.base(task=task, files={**files, "tests/test_env.py": seen})
-    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
-    case.submit({"src/slugify/core.py": gold})
-    graded = case.grade()
-    assert graded.problems(verdict=False) == []
-    report = graded.report or {}
-    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+    fix_passes(case)
 
 
 # -- what issue 44's red team found in the runner's start --------------------------------
@@ -333,14 +342,7 @@ def test_a_fix_passes_with_no_plugin_autoloaded_and_the_environment_given_back(
         "  pass_to_pass:\n    - tests/test_probe.py::test_started_as_the_grader_says\n",
     )
     case.base(task=task, files={"tests/test_probe.py": PROBE_PLUGINS})
-    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
-    case.submit({"src/slugify/core.py": gold}, commit=False)
-    (case.repo.root / "src" / "slugify_compat").symlink_to("slugify")  # read through a link
-    case.repo.commit("fix")
-    graded = case.grade()
-    assert graded.problems(verdict=False) == []
-    report = graded.report or {}
-    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+    fix_passes(case, link=("src/slugify_compat", "slugify"))  # read through a link too
 
 
 # -- the red team's second round ----------------------------------------------------------
@@ -422,9 +424,4 @@ def test_a_fix_passes_with_the_bases_own_strictness(case: Case, ini: str) -> Non
     # checked it ("Missing required plugins"), and the guard's import warned under
     # `filterwarnings = error` (it cannot be rewritten).
     case.base(task=LOOSE_TASK, files={"pytest.ini": "[pytest]\npythonpath = src\n" + ini})
-    gold = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
-    case.submit({"src/slugify/core.py": gold})
-    graded = case.grade()
-    assert graded.problems(verdict=False) == []
-    report = graded.report or {}
-    assert (graded.returncode, report.get("passed")) == (0, True), graded.output
+    fix_passes(case)
