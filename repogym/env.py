@@ -34,7 +34,8 @@ from repogym.environment import prepare
 from repogym.errors import EnvError, EpisodeLost, WorkspaceError
 from repogym.models import GradeComponent, GradeResult
 from repogym.outputs import write_atomic
-from repogym.runner import AgentRunner, CommandResult
+from repogym.runner import CommandResult
+from repogym.runners import AgentRunner
 from repogym.submission import grade_rebuilt
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git

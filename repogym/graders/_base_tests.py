@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from repogym.graders._runfiles import Sides, dependencies_state
 from repogym.graders._test_run import Hidden, TestRun, run_tests
 from repogym.junit import Outcome
-from repogym.runner import CommandRunner
+from repogym.runners import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree.node_cache import node_shared

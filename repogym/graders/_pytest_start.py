@@ -50,7 +50,11 @@ CONFIG_ORDER = (
     "tox.ini",
     "setup.cfg",
 )
-_RUNS_PYTEST = re.compile(r"(?<![\w.-])(?:[\w./-]*/)?(?:pytest|py\.test)(?![\w.-])")
+# pytest, py.test, a path to either, Debian's pytest-3, or `python -mpytest` (issue 44's
+# red team: the last and the Debian names started pytest with no guard).
+_RUNS_PYTEST = re.compile(
+    r"(?:(?<![\w.-])(?:[\w./-]*/)?|(?<=-m))(?:pytest|py\.test)(?:-\d+(?:\.\d+)*)?(?![\w.-])"
+)
 # A command that finds its configuration some other way: the guard checks what it found.
 _OWN_CONFIG = re.compile(
     r"(?<![\w-])(?:cd|pushd)\s|(?:^|\s)(?:-c|--config-file|--rootdir|--inifile)\b"

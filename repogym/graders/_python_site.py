@@ -18,7 +18,9 @@ has none). This module:
   ``pygments``, which pytest imports);
 - runs the environment's own ``sitecustomize`` and ``usercustomize`` (found with the tree
   off the path); the tree's are never run (issue 44's red team: a ``usercustomize.py`` in
-  ``src`` ran after the tree went back on the path);
+  ``src`` ran after the tree went back on the path), nor the user site's
+  (``PYTHONNOUSERSITE``, set by the grader: a step before the runner could plant one in
+  the run's HOME);
 - for pytest, imports the grader's guard plugin now (:mod:`repogym.graders._pytest_guard`),
   from this directory, before pytest reads a configuration that puts the tree first on
   ``sys.path``; the guard gives the environment and the tree's entries back once it has
@@ -107,6 +109,11 @@ def give_back() -> None:
     value = os.environ.pop(TASK_VARIABLE, None)
     for name in ("REPOGYM_PYTHON_TREE", "REPOGYM_PYTHON_RUNNER"):
         os.environ.pop(name, None)
+    was = os.environ.pop("REPOGYM_WAS_PYTHONNOUSERSITE", "")
+    if was.startswith("="):
+        os.environ["PYTHONNOUSERSITE"] = was[1:]
+    else:
+        os.environ.pop("PYTHONNOUSERSITE", None)
     if value is None:
         os.environ.pop("PYTHONPATH", None)
     else:

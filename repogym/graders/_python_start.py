@@ -60,6 +60,10 @@ def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path,
         f'if [ -n "${{PYTHONPATH+set}}" ]; then export {TASK_VARIABLE}="$PYTHONPATH"; '
         f"else unset {TASK_VARIABLE}; fi",
         f"export PYTHONPATH={shlex.quote(str(site))}",
+        # No user site: a step before the runner (the submission's) could plant a .pth or a
+        # usercustomize in the run's HOME, which site would run first (issue 44's red team).
+        'export REPOGYM_WAS_PYTHONNOUSERSITE="${PYTHONNOUSERSITE+=}${PYTHONNOUSERSITE-}"',
+        "export PYTHONNOUSERSITE=1",
         f"export REPOGYM_PYTHON_TREE={shlex.quote(str(tree))} REPOGYM_PYTHON_RUNNER={runner}",
     ]
     return site, "\n".join([*lines, _MENTIONS.sub(TASK_VARIABLE, command)])

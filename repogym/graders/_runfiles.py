@@ -85,9 +85,9 @@ RUNNER_FILES = frozenset(
         "go.work.sum",
     }
 )
-# Modules the runner imports by name, which a file at the top of the tree would shadow.
-RUNNER_MODULES = frozenset(
+RUNNER_MODULES = frozenset(  # what the runner and the grader's start of it import by name
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "xmlrunner", "unittest"}
+    | {"repogym_pytest_guard", "repogym_python_start", "sitecustomize", "usercustomize"}
 )
 CONFIG_NAMES = frozenset(CONFIG_ORDER)
 DEPENDENCY_DIRS = frozenset({"node_modules", ".venv", "venv"})
@@ -296,9 +296,9 @@ def _stray_test_module(path: str, test_dirs: set[str]) -> bool:
 
 
 def _shadows(path: str, roots: list[str]) -> bool:
-    """Whether ``path``, at the top of a ``sys.path`` root, shadows a module the runner or
-    the standard library has (a module file of any suffix, a package's ``__init__``, an
-    entry with none: a link to a package), or is package metadata, in either case."""
+    """Whether ``path``, at a ``sys.path`` root, shadows a module of the runner or the
+    standard library (a module file, a package's ``__init__``, a link), or is package
+    metadata, in either case."""
     for root in roots:
         rest = path[len(root) :] if path.startswith(root) else ""
         top, slash, inside = rest.partition("/")

@@ -23,7 +23,8 @@ from repogym.graders import _pytest_start, _python_start, _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
-from repogym.runner import CommandResult, CommandRunner
+from repogym.runner import CommandResult
+from repogym.runners import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import scratch
 from repogym.tree.links import place

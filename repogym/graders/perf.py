@@ -45,7 +45,8 @@ from repogym.graders.base import BuiltinGrader
 from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score
 from repogym.graders.perf_report import PerfFailure as _Failure
 from repogym.models import GradeComponent
-from repogym.runner import CommandResult, CommandRunner
+from repogym.runner import CommandResult
+from repogym.runners import CommandRunner
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
 from repogym.tree import scratch as _scratch

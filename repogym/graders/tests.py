@@ -34,7 +34,8 @@ from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.models import Finding, GradeComponent
-from repogym.runner import CommandResult, CommandRunner
+from repogym.runner import CommandResult
+from repogym.runners import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs, matching

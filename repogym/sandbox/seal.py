@@ -99,6 +99,9 @@ class View:
     readable: Sequence[Path] = ()  # trees it may only read (a baseline, linked dependencies)
     cwd: Path
     network: bool = False  # the machine's network (setup) instead of a loopback of its own
+    # The command as the task wrote it, when what runs has lines of the grader's before
+    # it (issue 44): the program it names by its path is a toolchain to show.
+    named: str = ""
 
 
 def unavailable() -> str | None:
@@ -219,7 +222,7 @@ def argv(
 def _mounts(view: View, env: Mapping[str, str], command: str) -> list[tuple[str, bool]]:
     """(path, writable) of every tree to show, parents before what lies inside them (a
     tree inside another is mounted over it, with its own access)."""
-    chosen = dict.fromkeys(toolchain(env.get("PATH", ""), command), False)
+    chosen = dict.fromkeys(toolchain(env.get("PATH", ""), view.named or command), False)
     for extra in _shown():
         chosen.setdefault(os.path.realpath(extra), False)
     for tree in (view.cwd, *view.readable):

@@ -4,26 +4,82 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Iterator
 
 from repogym.models import Role
 from repogym.task.schema import BUILTIN_GRADERS, Task
 
-# A command that starts a Python test runner with the environment cleared (`env -i`) or
+# A command that starts a Python test runner (pytest, py.test, Debian's pytest-3,
+# `-m unittest`, `-m xmlrunner`, `-mpytest`) with the environment cleared (`env -i`) or
 # ignored (`python -E`, `-I`, `-S`): the grader starts pytest and unittest through
 # variables (issue 44), which such a command drops, and pytest then started with no check
 # of what it read (issue 44's red team: PASS for a start-up module of the submission's).
-_PYTHON_RUNNER = re.compile(r"(?<![\w.-])(?:py\.?test|-m\s*(?:unittest|xmlrunner))(?![\w.-])")
-_CLEARED = re.compile(
-    r"(?<![\w.-])env\s+(?:-\w*i\w*|--ignore-environment|-)(?=\s)"
-    r"|(?<![\w.-])python[\d.]*\s+(?:-\w+\s+)*-[A-Za-z]*[EIS][A-Za-z]*(?=\s)"
+_PYTHON_RUNNER = re.compile(
+    r"(?:(?<![\w.-])|(?<=-m))(?:py\.?test(?:-\d+(?:\.\d+)*)?|-m\s*(?:unittest|xmlrunner))(?![\w.-])"
 )
+_PYTHON = re.compile(r"(?:.*/)?(?:python|pypy)[\d.]*(?:-\w+)?")
+_PYTHON_WITH_ARGUMENT = frozenset("XWcmQ")  # python's options that take an argument
+
+
+def _clears_environment(command: str) -> bool:
+    """Whether a word of ``command`` runs ``env`` with ``-i`` (or ``-``, or a long form) or
+    Python with ``-E``, ``-I`` or ``-S`` among its options (told from the arguments the
+    options before them take)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        words = command.split()
+    for index, word in enumerate(words):
+        rest = words[index + 1 :]
+        if word.rsplit("/", 1)[-1] == "env" and _env_clears(rest):
+            return True
+        if _PYTHON.fullmatch(word) and _python_ignores(rest):
+            return True
+    return False
+
+
+def _env_clears(words: list[str]) -> bool:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "-" or word.startswith("--ignore-env") or word == "--":
+            return word != "--"
+        elif word.startswith("--"):
+            continue
+        elif word.startswith("-"):
+            if "i" in word[1:].split("u", 1)[0].split("C", 1)[0].split("S", 1)[0]:
+                return True
+            skip = word[-1] in "uCS"  # an option whose argument is the next word
+        elif "=" not in word:
+            return False  # the program env runs
+    return False
+
+
+def _python_ignores(words: list[str]) -> bool:
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if not word.startswith("-") or word in ("-", "--"):
+            return False
+        for at, flag in enumerate(word[1:]):
+            if flag in "EIS":
+                return True
+            if flag in _PYTHON_WITH_ARGUMENT:
+                if flag in "cm":
+                    return False  # what follows is the program's
+                skip = at == len(word) - 2  # the argument is the next word
+                break
+    return False
 
 
 def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
     """Rules that span sections, as (key path, message) pairs."""
     command = task.tests.command if task.tests is not None else ""
-    if _PYTHON_RUNNER.search(command) and _CLEARED.search(command):
+    if _PYTHON_RUNNER.search(command) and _clears_environment(command):
         yield (
             ("tests", "command"),
             (

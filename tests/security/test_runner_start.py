@@ -9,6 +9,9 @@ or the check after `setup`, not a constraint on the diff.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -143,16 +146,20 @@ def fix_passes(case: Case, link: tuple[str, str] | None = None) -> None:
 # and the process ended before the runner writes its own.
 FORGE_ANY = (
     "import os, sys\n"
+    "_unittest = '--output-file' in sys.argv\n"
     "_ids = ['test_ascii', 'test_accents_are_transliterated']\n"
-    "_cases = ''.join('<testcase classname=\"tests.test_slugify.TestSlugify\" name=\"%s\" '\n"
-    "                 'file=\"tests/test_slugify.py\"/>' % n for n in _ids)\n"
+    "if not _unittest:  # the bugfix example's pytest ids, as pytest writes them\n"
+    "    _ids += ['test_examples[hello, world]', 'test_examples[cr\\\\xe8me br\\\\xfbl\\\\xe9e]']\n"
+    "_class = 'tests.test_slugify.TestSlugify' if _unittest else 'tests.test_slugify'\n"
+    "_cases = ''.join('<testcase classname=\"%s\" name=\"%s\" '\n"
+    "                 'file=\"tests/test_slugify.py\"/>' % (_class, n) for n in _ids)\n"
     "for _i, _a in enumerate(sys.argv):\n"
     "    _path = _a.split('=', 1)[1] if _a.startswith('--junitxml=') else None\n"
     "    if _a == '--output-file':\n"
     "        _path = sys.argv[_i + 1]\n"
     "    if _path:\n"
     "        with open(_path, 'w') as _out:\n"
-    '            _out.write(\'<testsuites><testsuite name="x" tests="2">\' + _cases\n'
+    "            _out.write('<testsuites><testsuite name=\"x\">' + _cases\n"
     "                       + '</testsuite></testsuites>')\n"
     "        os._exit(0)\n"
 )
@@ -424,4 +431,102 @@ def test_a_fix_passes_with_the_bases_own_strictness(case: Case, ini: str) -> Non
     # checked it ("Missing required plugins"), and the guard's import warned under
     # `filterwarnings = error` (it cannot be rewritten).
     case.base(task=LOOSE_TASK, files={"pytest.ini": "[pytest]\npythonpath = src\n" + ini})
+    fix_passes(case)
+
+
+# -- the red team's third round -----------------------------------------------------------
+
+# Run at exit: the failures taken out of pytest's report, and the process ended well.
+STRIP_AT_EXIT = (
+    "import atexit, os, re, sys\n\n\ndef _strip():\n"
+    "    for a in sys.argv:\n"
+    "        if a.startswith('--junitxml='):\n"
+    "            path = a.split('=', 1)[1]\n"
+    "            text = re.sub(r'<failure\\b.*?</failure>', '', open(path).read(), flags=re.S)\n"
+    "            open(path, 'w').write(re.sub(r'failures=\"\\d+\"', 'failures=\"0\"', text))\n"
+    "            sys.stdout.flush()\n"
+    "            os._exit(0)\n\n\n"
+    "atexit.register(_strip)\n"
+)
+
+
+def _python_with_a_user_site(venvs: Path) -> Path:
+    """A Python whose user site is on, as a system's or pyenv's is (a venv's is off unless
+    it sees the system's packages), with this one's packages (pytest) through a .pth."""
+    dest = Path(tempfile.mkdtemp(prefix="user-site-", dir=venvs))
+    dest.chmod(0o711)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(dest / "v")],
+        check=True,
+    )
+    python = dest / "v" / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    ours = sysconfig.get_paths()["purelib"]
+    Path(purelib, "_ours.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return python
+
+
+@pytest.mark.parametrize("planted", ["pth", "usercustomize"])
+def test_a_step_before_pytest_cannot_plant_in_the_user_site(
+    case: Case, venvs: Path, planted: str
+) -> None:
+    # The run's HOME is the command's to write: a build step (the submission's code) made
+    # the user site there, and a .pth or a usercustomize in it ran in pytest's process
+    # before anything of the grader's.
+    python = _python_with_a_user_site(venvs)
+    task = LOOSE_TASK.replace(
+        "command: python -m pytest", f"command: {python} src/build.py && {python} -m pytest"
+    )
+    name = "zz_planted" if planted == "pth" else "usercustomize"
+    pth = "open(os.path.join(d, 'zz.pth'), 'w').write('import zz_planted\\n')\n"
+    plant = (
+        "import os, site\nd = site.getusersitepackages()\nos.makedirs(d, exist_ok=True)\n"
+        f"open(os.path.join(d, '{name}.py'), 'w').write({STRIP_AT_EXIT!r})\n"
+        + (pth if planted == "pth" else "")
+    )
+    case.base(task=task, files={"src/build.py": "print('built')\n"})
+    case.submit({"src/build.py": plant})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_pytest_named_without_a_space_is_started_by_the_grader(case: Case) -> None:
+    # `python -mpytest` was not taken for pytest: no guard, and a pygments of the tree's
+    # forged the report.
+    task = LOOSE_TASK.replace("command: python -m pytest", "command: python -mpytest")
+    case.base(task=task)
+    case.submit({"pygments/__init__.py": FORGE_ANY})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'env -v -i PATH="$PATH" python -m pytest',
+        'env -u LANG --ignore-environment PATH="$PATH" python -m pytest',
+        "python -X dev -E -m pytest",
+        "python3 -W error -I -m pytest",
+    ],
+)
+def test_every_way_of_clearing_the_environment_is_the_tasks_error(case: Case, command: str) -> None:
+    # The first refusal read only env's first option and no option's argument; a top-level
+    # repogym_pytest_guard.py then stood in for the guard under -E.
+    task = LOOSE_TASK.replace("command: python -m pytest", f"command: {command}")
+    case.base(task=task)
+    case.submit({"repogym_pytest_guard.py": p.FLIP_CONFTEST, "pygments/__init__.py": FORGE_ANY})
+    graded = case.grade()
+    assert graded.returncode == 2, graded.output
+    assert "starts the test runner with the environment cleared or ignored" in graded.stderr
+    assert not graded.problems("", verdict=False)
+
+
+def test_a_fix_passes_under_a_python_named_by_its_path(case: Case, venvs: Path) -> None:
+    # A Python on no PATH entry, named in the command: the seal shows what the task's
+    # command names, not the first word of the grader's lines before it (those hid it:
+    # `... python: not found`).
+    python = _python_with_a_user_site(venvs)
+    task = LOOSE_TASK.replace("command: python -m pytest", f"command: {python} -m pytest")
+    case.base(task=task)
     fix_passes(case)
