@@ -395,3 +395,45 @@ def test_the_runner_is_the_bases_in_the_container(
     else:
         assert "the bug is still there" in said, said
     assert_nothing_left(engine, graded.pid, marker)
+
+
+# Tries to write into the directory the grader starts pytest from (its sitecustomize, the
+# guard, the guard's manifest), found from the guard this process imported.
+START_WRITER = """
+import errno
+import os
+import sys
+
+
+def attack():
+    guard = sys.modules["repogym_pytest_guard"]
+    where = os.path.dirname(guard.__file__)
+    worked, refused = [], {}
+    for name in ("sitecustomize.py", "repogym_pytest_guard.py", "manifest.json", "new.py"):
+        try:
+            with open(os.path.join(where, name), "a") as out:
+                out.write("# planted")
+            worked.append(name)
+        except OSError as error:
+            refused[name] = errno.errorcode.get(error.errno, str(error.errno))
+    return {"worked": worked, "refused": refused}
+"""
+
+
+def test_the_start_up_directory_is_read_only_in_the_container(
+    image: str, engine: Any, tmp_path: Path, marker: str
+) -> None:
+    # On the host a build step appended to the grader's sitecustomize when it was in the
+    # report's (writable) directory; in a container it is mounted read-only.
+    repo = task_repo(tmp_path / marker, START_WRITER, environment=f"{{image: {image}}}")
+    graded = grade(repo, tmp_path / "report.json")
+    assert graded.passed, graded.output
+    refused = graded.seen["refused"]
+    assert set(refused) == {
+        "sitecustomize.py",
+        "repogym_pytest_guard.py",
+        "manifest.json",
+        "new.py",
+    }
+    assert set(refused.values()) <= {"EROFS", "EACCES"}, refused
+    assert_nothing_left(engine, graded.pid, marker)
