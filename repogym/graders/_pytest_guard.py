@@ -68,7 +68,19 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # The grader's own variables, read (not taken) at import: the guard may be imported by a
 # Python that is not pytest, one the command starts before it (repogym_python_start
 # imports it in every Python), whose children must still get them.
-_OURS = {k: os.environ.get(k, "") for k in ("REPOGYM_PYTEST_MANIFEST", "REPOGYM_PYTEST_REFUSED")}
+_OURS = {
+    k: os.environ.get(k, "")
+    for k in ("REPOGYM_PYTEST_MANIFEST", "REPOGYM_PYTEST_REFUSED", "REPOGYM_PYTEST_OPTIONS")
+}
+# A command that sets PYTEST_ADDOPTS itself (`PYTEST_ADDOPTS=-ra pytest`) drops the grader's
+# `-p` of this plugin and `-c`: imported before pytest reads the variable, this module puts
+# them first again, and gives the command's own value back afterwards (issue 44's red team).
+_COMMANDS_ADDOPTS: list[str] = []
+if _OURS["REPOGYM_PYTEST_OPTIONS"]:
+    _ADDOPTS = os.environ.get("PYTEST_ADDOPTS", "")
+    if not _ADDOPTS.startswith(_OURS["REPOGYM_PYTEST_OPTIONS"]):
+        _COMMANDS_ADDOPTS.append(_ADDOPTS)
+        os.environ["PYTEST_ADDOPTS"] = f"{_OURS['REPOGYM_PYTEST_OPTIONS']} {_ADDOPTS}".strip()
 _MANIFEST: dict[str, Any] = {}
 if _OURS["REPOGYM_PYTEST_MANIFEST"]:
     _MANIFEST = json.loads(Path(_OURS["REPOGYM_PYTEST_MANIFEST"]).read_text(encoding="utf-8"))
@@ -95,6 +107,8 @@ def _give_back_environment() -> None:
     get the task's own. PYTHONPATH is the start-up module's to give back."""
     for name in _SET:
         was = os.environ.pop(f"REPOGYM_WAS_{name}", "")
+        if name == "PYTEST_ADDOPTS" and _COMMANDS_ADDOPTS:
+            was = "=" + _COMMANDS_ADDOPTS[0]  # what the command set it to
         if was.startswith("="):
             os.environ[name] = was[1:]
         else:

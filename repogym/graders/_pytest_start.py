@@ -53,7 +53,8 @@ CONFIG_ORDER = (
 # pytest, py.test, a path to either, Debian's pytest-3, or `python -mpytest` (issue 44's
 # red team: the last and the Debian names started pytest with no guard).
 _RUNS_PYTEST = re.compile(
-    r"(?:(?<![\w.-])(?:[\w./-]*/)?|(?<=-m))(?:pytest|py\.test)(?:-\d+(?:\.\d+)*)?(?![\w.-])"
+    r"(?:(?<![\w.-])(?:[\w./-]*/)?|(?<=-m))(?:pytest|py\.test)(?:-\d+(?:\.\d+)*)?"
+    r"(?:\.__main__)?(?![\w.-])"
 )
 # A command that finds its configuration some other way: the guard checks what it found.
 _OWN_CONFIG = re.compile(
@@ -101,6 +102,7 @@ def prepare(
     lines += [
         "export PYTHONSAFEPATH=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1",
         f'export PYTEST_ADDOPTS={shlex.quote(ours)}"${{PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}}"',
+        f"export REPOGYM_PYTEST_OPTIONS={shlex.quote(ours)}",
         f"export REPOGYM_PYTEST_MANIFEST={shlex.quote(str(guard / 'manifest.json'))}",
         f"export REPOGYM_PYTEST_REFUSED={shlex.quote(str(reports / 'refused'))}",
     ]

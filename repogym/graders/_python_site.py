@@ -21,6 +21,8 @@ has none). This module:
   ``src`` ran after the tree went back on the path), nor the user site's
   (``PYTHONNOUSERSITE``, set by the grader: a step before the runner could plant one in
   the run's HOME);
+- reads and writes bytecode in a fresh directory of its own (``sys.pycache_prefix``), not
+  in the tree's ``__pycache__``;
 - for pytest, imports the grader's guard plugin now (:mod:`repogym.graders._pytest_guard`),
   from this directory, before pytest reads a configuration that puts the tree first on
   ``sys.path``; the guard gives the environment and the tree's entries back once it has
@@ -128,9 +130,20 @@ def restore() -> None:
             sys.path.insert(min(index, len(sys.path)), entry)
 
 
+def _bytecode_of_its_own() -> None:
+    """Bytecode read and written in a fresh directory of this process's: none from a
+    ``__pycache__`` of the tree, where a step of the command before the runner (the
+    submission's) could have planted a test module's, matching its source's time and
+    size (issue 44's red team: pytest's rewriter ran that instead of the tests)."""
+    import tempfile
+
+    sys.pycache_prefix = tempfile.mkdtemp(prefix="repogym-pycache-")
+
+
 def _start() -> None:
     tree = os.environ.get("REPOGYM_PYTHON_TREE", "")
     runner = os.environ.get("REPOGYM_PYTHON_RUNNER", "")
+    _bytecode_of_its_own()
     _lay_out(os.path.realpath(tree) if tree else "")
     _theirs("sitecustomize")
     _theirs("usercustomize")

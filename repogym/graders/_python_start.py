@@ -33,7 +33,9 @@ from pathlib import Path
 
 SITE_MODULE = "repogym_python_start"
 _SITE_SOURCE = Path(__file__).with_name("_python_site.py")
-_RUNS_UNITTEST = re.compile(r"(?<![\w.-])-m\s*(?:unittest|xmlrunner)(?![\w.-])")
+_RUNS_UNITTEST = re.compile(
+    r"(?<![\w.-])-[A-Za-z]*m\s*(?:unittest|xmlrunner)(?:\.__main__)?(?![\w.-])"
+)
 # The variable, wherever the command names it (`PYTHONPATH=src cmd`, `export PYTHONPATH`,
 # `$PYTHONPATH`, `${PYTHONPATH:-}`), but not as part of a longer name.
 _MENTIONS = re.compile(r"(?<![\w])PYTHONPATH(?![\w])")

@@ -16,22 +16,25 @@ from repogym.task.schema import BUILTIN_GRADERS, Task
 # variables (issue 44), which such a command drops, and pytest then started with no check
 # of what it read (issue 44's red team: PASS for a start-up module of the submission's).
 _PYTHON_RUNNER = re.compile(
-    r"(?:(?<![\w.-])|(?<=-m))(?:py\.?test(?:-\d+(?:\.\d+)*)?|-m\s*(?:unittest|xmlrunner))(?![\w.-])"
+    r"(?:(?<![\w.-])|(?<=-m))(?:py\.?test(?:-\d+(?:\.\d+)*)?|-[A-Za-z]*m\s*(?:unittest|xmlrunner))"
+    r"(?:\.__main__)?(?![\w.-])"
 )
-_PYTHON = re.compile(r"(?:.*/)?(?:python|pypy)[\d.]*(?:-\w+)?")
-_PYTHON_WITH_ARGUMENT = frozenset("XWcmQ")  # python's options that take an argument
+_PYTHON = re.compile(r"(?:.*/)?(?:python|pypy)[\d.]*(?:-dbg)?")  # not python-dateutil
 
 
 def _clears_environment(command: str) -> bool:
     """Whether a word of ``command`` runs ``env`` with ``-i`` (or ``-``, or a long form) or
     Python with ``-E``, ``-I`` or ``-S`` among its options (told from the arguments the
-    options before them take)."""
+    options before them take); a word with spaces in it (``sh -c '...'``, ``env -S '...'``)
+    is read as a command of its own."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError:
         words = command.split()
     for index, word in enumerate(words):
         rest = words[index + 1 :]
+        if " " in word.strip() and _clears_environment(word):
+            return True
         if word.rsplit("/", 1)[-1] == "env" and _env_clears(rest):
             return True
         if _PYTHON.fullmatch(word) and _python_ignores(rest):
@@ -39,22 +42,53 @@ def _clears_environment(command: str) -> bool:
     return False
 
 
+# env's options that take the next word as their argument (-S splits it into more words).
+_ENV_ARGUMENT = {
+    "-u": "",
+    "-C": "",
+    "-S": "split",
+    "--unset": "",
+    "--chdir": "",
+    "--split-string": "split",
+}
+
+
 def _env_clears(words: list[str]) -> bool:
-    skip = False
+    taking = None
     for word in words:
-        if skip:
-            skip = False
-        elif word == "-" or word.startswith("--ignore-env") or word == "--":
-            return word != "--"
-        elif word.startswith("--"):
-            continue
-        elif word.startswith("-"):
-            if "i" in word[1:].split("u", 1)[0].split("C", 1)[0].split("S", 1)[0]:
+        if taking is not None:
+            if taking == "split" and _env_clears(shlex.split(word)):
                 return True
-            skip = word[-1] in "uCS"  # an option whose argument is the next word
+            taking = None
+        elif word == "-" or word.startswith("--ignore-e") or word == "--i":
+            return True
+        elif word.startswith("--"):
+            taking = _ENV_ARGUMENT.get(word)
+        elif word.startswith("-"):
+            clears, taking = _env_flags(word[1:])
+            if clears:
+                return True
         elif "=" not in word:
             return False  # the program env runs
     return False
+
+
+def _env_flags(flags: str) -> tuple[bool, str | None]:
+    """Whether a cluster of env's short options clears the environment, and what the next
+    word is to it (the argument of its last option: ``split`` for ``-S``), if anything."""
+    for at, flag in enumerate(flags):
+        if flag == "i":
+            return True, None
+        if f"-{flag}" in _ENV_ARGUMENT:
+            attached = flags[at + 1 :]
+            if flag == "S" and attached and _env_clears(shlex.split(attached)):
+                return True, None
+            return False, None if attached else _ENV_ARGUMENT[f"-{flag}"]
+    return False, None
+
+
+_PYTHON_ARGUMENT = frozenset("XWcmQ")  # python's options that take an argument
+_PYTHON_LONG_ARGUMENT = frozenset({"--check-hash-based-pycs"})
 
 
 def _python_ignores(words: list[str]) -> bool:
@@ -63,12 +97,15 @@ def _python_ignores(words: list[str]) -> bool:
         if skip:
             skip = False
             continue
-        if not word.startswith("-") or word in ("-", "--"):
+        if word in _PYTHON_LONG_ARGUMENT:
+            skip = True
+            continue
+        if not word.startswith("-") or word in ("-", "--") or word.startswith("--"):
             return False
         for at, flag in enumerate(word[1:]):
             if flag in "EIS":
                 return True
-            if flag in _PYTHON_WITH_ARGUMENT:
+            if flag in _PYTHON_ARGUMENT:
                 if flag in "cm":
                     return False  # what follows is the program's
                 skip = at == len(word) - 2  # the argument is the next word

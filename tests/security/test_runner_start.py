@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from repogym.task import parse_task
 from tests.security import _payloads as p
 from tests.security._harness import EXAMPLES, LOOSE_TASK, Case
 
@@ -508,6 +509,8 @@ def test_pytest_named_without_a_space_is_started_by_the_grader(case: Case) -> No
         'env -u LANG --ignore-environment PATH="$PATH" python -m pytest',
         "python -X dev -E -m pytest",
         "python3 -W error -I -m pytest",
+        'env --unset LANG -i PATH="$PATH" python -m pytest',
+        'sh -c \'exec env -i PATH=/usr/bin:/bin "$0" "$@"\' python -m pytest',
     ],
 )
 def test_every_way_of_clearing_the_environment_is_the_tasks_error(case: Case, command: str) -> None:
@@ -530,3 +533,71 @@ def test_a_fix_passes_under_a_python_named_by_its_path(case: Case, venvs: Path) 
     task = LOOSE_TASK.replace("command: python -m pytest", f"command: {python} -m pytest")
     case.base(task=task)
     fix_passes(case)
+
+
+# -- the red team's fourth round ----------------------------------------------------------
+
+# A build step's bytecode for the base's test module, in the tree's __pycache__ under the
+# name pytest's assertion rewriter reads, with the source's time and size: its slugify is
+# always right.
+PLANT_PYC = r"""
+import importlib.util, marshal, os
+from _pytest.assertion import rewrite
+src = os.path.join("tests", "test_slugify.py")
+fake = open(src, encoding="utf-8").read().replace(
+    "from slugify import slugify",
+    "import re, unicodedata\n"
+    "def slugify(t):\n"
+    "    t = unicodedata.normalize('NFKD', t).encode('ascii', 'ignore').decode()\n"
+    "    return re.sub(r'[^a-z0-9]+', '-', t.lower()).strip('-')\n",
+)
+code = compile(fake, os.path.abspath(src), "exec")
+st = os.stat(src)
+os.makedirs(os.path.join("tests", "__pycache__"), exist_ok=True)
+with open(os.path.join("tests", "__pycache__", "test_slugify" + rewrite.PYC_TAIL), "wb") as f:
+    f.write(importlib.util.MAGIC_NUMBER + bytes(4)
+            + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
+            + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+"""
+
+
+def test_bytecode_planted_for_a_test_module_is_never_read(case: Case) -> None:
+    # pytest's rewriter checks a cached module's source time and size only: the forged
+    # one ran in place of the base's tests. The runner now keeps its bytecode elsewhere.
+    task = LOOSE_TASK.replace(
+        "command: python -m pytest", "command: python src/build.py && python -m pytest"
+    )
+    case.base(task=task, files={"src/build.py": "print('built')\n"})
+    case.submit({"src/build.py": PLANT_PYC})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+def test_pytest_run_as_its_main_module_is_started_by_the_grader(case: Case) -> None:
+    task = LOOSE_TASK.replace("command: python -m pytest", "command: python -m pytest.__main__")
+    case.base(task=task)
+    case.submit({"pygments/__init__.py": FORGE_ANY})
+    case.grade().check("fail_to_pass: 0 of 2 passed")
+
+
+@pytest.mark.parametrize("form", ["PYTEST_ADDOPTS=-ra ", "export PYTEST_ADDOPTS=-ra && "])
+def test_a_fix_passes_where_the_command_sets_pytest_addopts(case: Case, form: str) -> None:
+    # The command's own PYTEST_ADDOPTS replaced the grader's -p of the guard: the
+    # configuration's pythonpath, held back for it, never went on sys.path.
+    case.base(
+        task=LOOSE_TASK.replace("command: python -m pytest", f"command: {form}python -m pytest")
+    )
+    fix_passes(case)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pip install python-dateutil -I && python -m pytest",
+        "apt-get install -y python3-dev -q -S; python -m pytest",
+        "grep -E x setup.cfg; python -X dev -Wdefault -m pytest",
+    ],
+)
+def test_a_command_that_keeps_the_environment_is_not_refused(command: str) -> None:
+    # python-dateutil is no Python, and pip's -I and apt's -S are not Python's.
+    task = parse_task(LOOSE_TASK.replace("command: python -m pytest", f"command: {command}"))
+    assert task.tests is not None and task.tests.command.startswith(command)
