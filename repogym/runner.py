@@ -27,6 +27,7 @@ own, seeing only the trees it is given, the system and its toolchain
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import os
@@ -59,8 +60,13 @@ __all__ = [
     "check_timeout",
 ]
 
-# The host's measurer of a benchmark's run, as the text its interpreter runs (-c).
-_MEASURER = Path(_measure_tree.__file__).read_text(encoding="utf-8")
+
+@functools.cache
+def _measurer() -> str:
+    """The host's measurer of a benchmark's run, as the text its interpreter runs (-c):
+    read once, when a perf grade first needs it."""
+    return Path(_measure_tree.__file__).read_text(encoding="utf-8")
+
 
 # Variables a build or test tool commonly needs and that carry no secret.
 SAFE_VARIABLES = (
@@ -277,7 +283,7 @@ class Runner:
         """``command`` run by the measurer of ``what`` (``cpu``, ``instructions`` or
         ``peak_memory``): :mod:`repogym.sandbox.measure_tree`, by this interpreter."""
         python = shlex.quote(sys.executable)
-        return f"exec {python} -I -c {shlex.quote(_MEASURER)} {what} {shlex.quote(command)}"
+        return f"exec {python} -I -c {shlex.quote(_measurer())} {what} {shlex.quote(command)}"
 
     def _run(
         self,

@@ -64,11 +64,14 @@ def test_the_examples_cover_every_task_type() -> None:
     assert types == {"bugfix", "feature", "perf", "refactor"}
 
 
-def bugfix(repo: Repo, *, test_body: str = "assert add(2, 3) == 5", extra: str = "") -> None:
-    task = (
-        f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n"
-        f"  fail_to_pass: [tests/test_add.py::test_add]\n{extra}"
-    )
+def bugfix(
+    repo: Repo,
+    *,
+    test_body: str = "assert add(2, 3) == 5",
+    extra: str = "",
+    lists: str = "  fail_to_pass: [tests/test_add.py::test_add]\n",
+) -> None:
+    task = f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n{lists}{extra}"
     repo.commit(
         "base",
         {
@@ -129,21 +132,7 @@ def test_the_quality_line_measures_the_functions(repo: Repo) -> None:
 
 def test_a_task_without_lists_is_not_said_to_name_zero_files(repo: Repo) -> None:
     # issue 45: `ok tests: 0 test files named by ids, all present`, of a task with no ids.
-    task = (
-        f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n"
-        "  fail_to_pass: added\n  pass_to_pass: baseline\n"
-    )
-    repo.commit(
-        "base",
-        {
-            ".repogym.yml": task,
-            "pytest.ini": "[pytest]\npythonpath = src\n",
-            "src/calc.py": "def add(a, b):\n    return a + b\n",
-            "tests/test_add.py": (
-                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-            ),
-        },
-    )
+    bugfix(repo, lists="  fail_to_pass: added\n  pass_to_pass: baseline\n")
     done = validate(repo)
     assert done.stdout.startswith("ok       "), done.stdout  # the checks did run
     assert "named by ids" not in done.stdout, done.stdout

@@ -50,23 +50,11 @@ CONFIG_ORDER = (
     "tox.ini",
     "setup.cfg",
 )
-# pytest, py.test, a path to either, Debian's pytest-3, or `python -mpytest` (issue 44's
-# red team: the last and the Debian names started pytest with no guard).
-_RUNS_PYTEST = re.compile(
-    r"(?:(?<![\w.-])(?:[\w./-]*/)?|(?<=-m))(?:pytest|py\.test)(?:-\d+(?:\.\d+)*)?"
-    r"(?:\.__main__)?(?![\w.-])"
-)
 # A command that finds its configuration some other way: the guard checks what it found.
 _OWN_CONFIG = re.compile(
     r"(?<![\w-])(?:cd|pushd)\s|(?:^|\s)(?:-c|--config-file|--rootdir|--inifile)\b"
 )
 _SET = ("PYTHONSAFEPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")
-
-
-def runs_pytest(command: str) -> bool:
-    """Whether ``command`` starts pytest (``pytest``, ``py.test``, ``python -m pytest``,
-    ``uv run pytest``...)."""
-    return bool(_RUNS_PYTEST.search(command))
 
 
 def prepare(

@@ -33,18 +33,10 @@ from pathlib import Path
 
 SITE_MODULE = "repogym_python_start"
 _SITE_SOURCE = Path(__file__).with_name("_python_site.py")
-_RUNS_UNITTEST = re.compile(
-    r"(?<![\w.-])-[A-Za-z]*m\s*(?:unittest|xmlrunner)(?:\.__main__)?(?![\w.-])"
-)
 # The variable, wherever the command names it (`PYTHONPATH=src cmd`, `export PYTHONPATH`,
 # `$PYTHONPATH`, `${PYTHONPATH:-}`), but not as part of a longer name.
 _MENTIONS = re.compile(r"(?<![\w])PYTHONPATH(?![\w])")
 TASK_VARIABLE = "REPOGYM_TASK_PYTHONPATH"
-
-
-def runs_unittest(command: str) -> bool:
-    """Whether ``command`` starts unittest or xmlrunner by ``-m``."""
-    return bool(_RUNS_UNITTEST.search(command))
 
 
 def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path, str]:

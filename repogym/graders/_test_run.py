@@ -25,7 +25,7 @@ from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
 from repogym.runner import CommandResult
 from repogym.runners import CommandRunner
-from repogym.task import TestsConfig
+from repogym.task import TestsConfig, runs_pytest, runs_unittest
 from repogym.tree import scratch
 from repogym.tree.links import place
 from repogym.tree.store import copies_dir
@@ -149,7 +149,7 @@ def _run_once(
     junit = reports / "junit.xml"
     shown = config.command.replace("{junit}", shlex.quote(str(junit)))
     command, start = shown, []
-    if _pytest_start.runs_pytest(config.command):
+    if runs_pytest(config.command):
         site, command = _pytest_start.prepare(
             shown,
             tree,
@@ -160,7 +160,7 @@ def _run_once(
             object_format=files.object_format,
         )
         start = [site]
-    elif _python_start.runs_unittest(config.command):
+    elif runs_unittest(config.command):
         site, command = _python_start.prepare(shown, tree, reports, "unittest")
         start = [site]
     run = runner.run(

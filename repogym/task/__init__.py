@@ -2,6 +2,7 @@
 (:mod:`repogym.task.load`)."""
 
 from repogym.task._perf import Measure, PerfConfig, Timing
+from repogym.task._runners import runs_pytest, runs_unittest
 from repogym.task.load import TaskFile, TaskSource, load_task, parse_task
 from repogym.task.schema import (
     BUILTIN_GRADERS,
@@ -30,4 +31,6 @@ __all__ = [
     "Timing",
     "load_task",
     "parse_task",
+    "runs_pytest",
+    "runs_unittest",
 ]

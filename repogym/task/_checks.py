@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Iterator
 
 from repogym.models import Role
+from repogym.task._runners import runs_pytest, runs_unittest
 from repogym.task.schema import BUILTIN_GRADERS, Task
 
 # A command that starts a Python test runner (pytest, py.test, Debian's pytest-3,
@@ -15,10 +16,6 @@ from repogym.task.schema import BUILTIN_GRADERS, Task
 # ignored (`python -E`, `-I`, `-S`): the grader starts pytest and unittest through
 # variables (issue 44), which such a command drops, and pytest then started with no check
 # of what it read (issue 44's red team: PASS for a start-up module of the submission's).
-_PYTHON_RUNNER = re.compile(
-    r"(?:(?<![\w.-])|(?<=-m))(?:py\.?test(?:-\d+(?:\.\d+)*)?|-[A-Za-z]*m\s*(?:unittest|xmlrunner))"
-    r"(?:\.__main__)?(?![\w.-])"
-)
 _PYTHON = re.compile(r"(?:.*/)?(?:python|pypy)[\d.]*(?:-dbg)?")  # not python-dateutil
 
 
@@ -116,7 +113,8 @@ def _python_ignores(words: list[str]) -> bool:
 def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
     """Rules that span sections, as (key path, message) pairs."""
     command = task.tests.command if task.tests is not None else ""
-    if _PYTHON_RUNNER.search(command) and _clears_environment(command):
+    starts = runs_pytest(command) or runs_unittest(command)
+    if starts and _clears_environment(command):
         yield (
             ("tests", "command"),
             (
