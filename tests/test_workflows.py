@@ -239,7 +239,7 @@ def test_the_examples_give_zizmor_nothing_to_report_where_they_are_copied(tmp_pa
         (workflows / example.name).write_text(example.read_text())
     zizmor = Path(sys.executable).with_name("zizmor")
     done = subprocess.run(
-        [str(zizmor), "--offline", "--format", "plain", "."],
+        [str(zizmor), "--offline", "--color", "never", "--format", "plain", "."],
         capture_output=True, text=True, check=False, cwd=tmp_path, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
