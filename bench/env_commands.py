@@ -3,7 +3,7 @@ the uid sandbox, with the time around it split into the container runner's phase
 
 ``true`` and the bugfix example's test command, on the example and on a large tree,
 through ``Runner()`` and a ``ContainerRunner``, rounds interleaved; each phase is timed by
-wrapping the calls of repogym.container.runner and repogym.container.command (see the
+wrapping the calls of repogym.run.container.runner and repogym.run.container.command (see the
 docstring of bench/environment.py for what is measured and the targets).
 """
 
@@ -23,10 +23,11 @@ from typing import Any
 from _common import expect, median
 
 from repogym._demo import EXAMPLES
-from repogym.container import command as _command
-from repogym.container import runner as _container
-from repogym.container.runner import ContainerRunner
-from repogym.runner import CommandResult, Runner
+from repogym.models import CommandResult
+from repogym.run.container import command as _command
+from repogym.run.container import runner as _container
+from repogym.run.container.runner import ContainerRunner
+from repogym.run.host import Runner
 
 TESTS = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 TARGETS = {"bugfix": 0.5, "large": 1.5}  # seconds extra per command

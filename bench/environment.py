@@ -13,10 +13,10 @@ once (Debian's pytest; through the host's network, as the tests' images are buil
    whose own speed is not the environment's. A runner's first command includes the
    tree's copy-in and what of the keeper's start it waits for (the keeper starts beside
    it, in a thread: its phases are shown as ``beside``); each phase is timed by wrapping
-   the calls of repogym.container.runner and repogym.container.command. Targets: at most 0.5 s extra
-   per command on the example, 1.5 s on the large tree, for the first command and for
-   later ones. The large tree's copy-in is
-   also timed alone both ways: tar in a container of the image (the runner's way from
+   the calls of repogym.run.container.runner and repogym.run.container.command.
+   Targets: at most 0.5 s extra per command on the example, 1.5 s on the large tree,
+   for the first command and for later ones. The large tree's copy-in is also timed
+   alone both ways: tar in a container of the image (the runner's way from
    ``UNPACK_FROM`` entries on) and the engine's put_archive.
 2. **Once per grade**: ``prepare`` of a ``dockerfile:`` task whose image is built already
    (``how: reused``) on both trees, and of ``image:`` (``local``); a whole grade calls
@@ -58,13 +58,13 @@ from env_commands import TARGETS, make_trees, per_command
 import repogym
 from repogym import grading
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.container import command as _command
-from repogym.container.engine import connect
-from repogym.container.runner import ContainerRunner
-from repogym.environment import prepare
 from repogym.errors import EngineError
 from repogym.graders.perf import PerfGrader
-from repogym.runner import Runner
+from repogym.run.container import command as _command
+from repogym.run.container.engine import connect
+from repogym.run.container.runner import ContainerRunner
+from repogym.run.host import Runner
+from repogym.run.image import prepare
 from repogym.task import parse_task
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace

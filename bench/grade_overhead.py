@@ -130,8 +130,8 @@ def large(rounds: int, files: int, ignored: int, revision: str) -> float:
 
 def small(rounds: int) -> tuple[float, float]:
     import repogym
-    from repogym.actions import RunCommand, Submit
-    from repogym.env import RepoEnv
+    from repogym.env.actions import RunCommand, Submit
+    from repogym.env.episode import RepoEnv
 
     example = ROOT / "examples" / "bugfix"
     with tempfile.TemporaryDirectory(prefix="bench-small-") as holder:

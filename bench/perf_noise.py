@@ -51,7 +51,7 @@ from _common import GIT_ENV
 
 from repogym.graders import perf_measure
 from repogym.graders.perf import PerfGrader
-from repogym.runner import Runner
+from repogym.run.host import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 

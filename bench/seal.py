@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from repogym._demo import build_example_repo  # noqa: E402
-from repogym.runner import Runner  # noqa: E402
+from repogym.run.host import Runner  # noqa: E402
 from repogym.sandbox import seal  # noqa: E402
 from repogym.sandbox.cgroup import Caps  # noqa: E402
 

@@ -17,21 +17,10 @@ if sys.argv[:1] == ["-m"] and sys.path and sys.path[0] in (os.getcwd(), ""):  # 
     del sys.path[0]
 
 
-def _version() -> str:
-    # importlib.metadata costs ~50 ms to import: read when first asked, not at start-up
-    # (the Action's first log line, bench/image.py).
-    import importlib.metadata as metadata
-
-    try:
-        return metadata.version("repogym")
-    except metadata.PackageNotFoundError:  # a source tree that is not installed
-        return "0.0.0+unknown"
-
-
 # The API is imported when first used (PEP 562), so that `import repogym.junit` alone,
 # say, does not load the task schema and its dependencies.
 _EXPORTS = {
-    "ApplyPatch": "repogym.actions",
+    "ApplyPatch": "repogym.env.actions",
     "CompositeGrader": "repogym.graders",
     "ConstraintGrader": "repogym.graders",
     "EnvError": "repogym.errors",
@@ -43,12 +32,12 @@ _EXPORTS = {
     "JUnitError": "repogym.errors",
     "PerfGrader": "repogym.graders",
     "QualityGrader": "repogym.graders",
-    "ReadFile": "repogym.actions",
-    "RepoEnv": "repogym.env",
+    "ReadFile": "repogym.env.actions",
+    "RepoEnv": "repogym.env.episode",
     "RepogymError": "repogym.errors",
     "Role": "repogym.models",
-    "RunCommand": "repogym.actions",
-    "Submit": "repogym.actions",
+    "RunCommand": "repogym.env.actions",
+    "Submit": "repogym.env.actions",
     "Task": "repogym.task",
     "TaskFile": "repogym.task",
     "TaskError": "repogym.errors",
@@ -57,7 +46,7 @@ _EXPORTS = {
     "UsageError": "repogym.errors",
     "Workspace": "repogym.workspace",
     "WorkspaceError": "repogym.errors",
-    "WriteFile": "repogym.actions",
+    "WriteFile": "repogym.env.actions",
     "grade": "repogym.grading",
     "grade_many": "repogym.batch",
     "grade_many_async": "repogym.batch",
@@ -67,9 +56,9 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     __version__: str
-    from repogym.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
     from repogym.batch import grade_many, grade_many_async
-    from repogym.env import RepoEnv
+    from repogym.env.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
+    from repogym.env.episode import RepoEnv
     from repogym.errors import (
         EnvError,
         JUnitError,
@@ -95,7 +84,8 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        globals()[name] = version = _version()
+        # importlib.metadata is read when first asked (repogym._version), not at start-up.
+        globals()[name] = version = importlib.import_module("repogym._version").version()
         return version
     if name not in _EXPORTS:
         raise AttributeError(f"module 'repogym' has no attribute {name!r}")

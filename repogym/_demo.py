@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from repogym.environment import prepare
 from repogym.errors import EngineError, ExitCode, UsageError
+from repogym.run.image import prepare
 from repogym.task import load_task
 from repogym.tree import git as _git
 

@@ -28,9 +28,9 @@ from repogym.batch import command as _batch
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file, measuring_many
-from repogym.outputs import output_problems, write_outputs
-from repogym.render import render
-from repogym.report import error_report, report_dict, text_table, to_json, user_error_report
+from repogym.report.build import error_report, report_dict, text_table, to_json, user_error_report
+from repogym.report.outputs import output_problems, write_outputs
+from repogym.report.render import render
 from repogym.sandbox.process import (
     Interrupted,
     discard_stdout,

@@ -10,7 +10,7 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     ├── WorkspaceError              the work tree, refs, paths asked of a workspace
     │   └── UnknownRef              a name that no commit answers to
     ├── UsageError                  how repogym was called: arguments, inputs
-    │   ├── TemplateFilesError      a template directory (repogym.template_files)
+    │   ├── TemplateFilesError      a template directory (repogym.report.template_files)
     │   ├── SettingsError           the Action's inputs (repogym_action.settings)
     │   ├── CheckoutError           the workspace actions/checkout left, fetching the
     │   │                           commits (repogym_action.gitcall)
@@ -25,7 +25,7 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     ├── SandboxError                the machine's set-up keeps commands from running as
     │                               another user, or that user from reaching a command's
     │                               program or the copies (checked before grading:
-    │                               repogym.sandbox.preflight)
+    │                               repogym.run.preflight)
     ├── EngineError                 the task's environment cannot be had: no Docker
     │                               engine, no right to its socket, an image that cannot
     │                               be pulled or built
@@ -33,7 +33,7 @@ per problem, never a traceback. The Action's errors subclass the engine's::
     │                               (a registry, DNS): not the user's to fix (exit 3)
     ├── CommandNotFound             a command's program is not on the PATH where it
     │                               runs: the machine's or the environment's to fix, not
-    │                               the submission's (repogym.sandbox.notfound)
+    │                               the submission's (repogym.run.notfound)
     └── ApiError                    GitHub's API refused or failed a request
                                     (repogym_action.retry); not the user's to fix
                                     (exit 3) when GitHub answered 5xx or not at all
@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 # How an error quotes a log after its message, line by line (a Dockerfile's build log,
-# repogym.environment): a report keeps those lines apart, as the error's `log_tail`.
+# repogym.run.image): a report keeps those lines apart, as the error's `log_tail`.
 LOG_LINE = "  | "
 
 

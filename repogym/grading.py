@@ -2,7 +2,7 @@
 
 Every way in (``repogym grade``, ``validate``, ``demo``, RepoEnv's submit, the GitHub
 Action) goes through :func:`grade`, and every report is built from the :class:`Grading`
-alone (``repogym.report.report_dict``), so they cannot drift apart.
+alone (``repogym.report.build.report_dict``), so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress as _progress
-from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
 from repogym.graders.composite import CompositeGrader
 from repogym.models import GradeResult
 from repogym.progress import Progress
-from repogym.sandbox import preflight as _preflight
+from repogym.run import choose as _choose
+from repogym.run import preflight as _preflight
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.workspace import Workspace, files_under
@@ -115,19 +115,19 @@ def _grade(
         rubric=base_sha,
         leave_out=_in_tree(top, outputs),
     )
-    # Before anything runs: a sandbox user that cannot reach the task's programs would
-    # fail the change, or run another interpreter (issue 20).
-    _preflight.check(workspace)
-    grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
-    # The environment is had before any grader runs: what keeps it from being had is
-    # the user's to fix, not a failing grade (issue 20).
-    prepared = prepare(loaded, top, base_sha) if loaded.environment is not None else None
-    if prepared is not None:
-        workspace.runner = prepared.runner(loaded)
     try:
+        grader = CompositeGrader.for_workspace(workspace, hidden=hidden_dir)
+        # Chosen once, and the environment's image had, before any grader runs: what
+        # keeps it from being had is the user's to fix, not a failing grade (issue 20).
+        workspace.runner = _choose.command_runner(loaded, top, base_sha)
+        # Before anything runs: a sandbox user that cannot reach the task's programs
+        # would fail the change, or run another interpreter (issue 20).
+        _preflight.check(loaded, workspace.runner, workspace.snapshot().size)
         result = grader.grade_result(workspace)
+        environment = None if workspace.runner.record is None else dict(workspace.runner.record)
     finally:
-        workspace.command_runner().close()
+        if workspace.runner is not None:
+            workspace.runner.close()
         workspace.close()
     return Grading(
         repo=top,
@@ -138,7 +138,7 @@ def _grade(
         task=loaded,
         hidden=hidden_dir,
         result=result,
-        environment=None if prepared is None else prepared.record(),
+        environment=environment,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 __all__ = [
     "MAX_FINDINGS",
+    "CommandResult",
     "Finding",
     "GradeComponent",
     "GradeResult",
@@ -188,3 +189,32 @@ class GradeResult:
             "components": [c.to_dict() for c in self.components],
             "files_changed": list(self.files_changed),
         }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandResult:
+    """What happened when a command ran."""
+
+    command: str
+    exit_code: int | None  # None when it was killed for running over its timeout
+    timed_out: bool
+    duration: float  # seconds, monotonic clock, from spawn to exit
+    stdout: str
+    stderr: str
+    stdout_cut: int = 0  # bytes dropped from the start of stdout
+    stderr_cut: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of stderr and stdout, for messages."""
+        text = (self.stdout.rstrip() + "\n" + self.stderr.rstrip()).strip()
+        return "\n".join(text.splitlines()[-lines:])
+
+    def describe(self) -> str:
+        """``exit code 1 after 2.3 s`` or ``timed out after 900 s``."""
+        if self.timed_out:
+            return f"timed out after {self.duration:.0f} s"
+        return f"exit code {self.exit_code} after {self.duration:.1f} s"

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from repogym.models import GradeComponent
-    from repogym.runner import CommandResult
+    from repogym.models import CommandResult, GradeComponent
 
 
 class Progress(Protocol):

@@ -17,15 +17,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
-from repogym.container.runner import ContainerRunner
-from repogym.environment import prepare
 from repogym.errors import UsageError, WorkspaceError
-from repogym.runner import Runner
-from repogym.sandbox.cgroup import Caps
+from repogym.run import choose as _choose
+from repogym.run.protocol import CommandRunner
+from repogym.sandbox import scratch
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
-from repogym.tree import scratch
 from repogym.tree.changes import FileChange, changes
 from repogym.tree.snapshot import Snapshot, inside
 from repogym.tree.store import Entry, Store, checkout, tree_entries
@@ -57,7 +55,7 @@ class Workspace:
         base_ref: str,
         rubric: str | None = None,
         leave_out: Collection[str] = (),
-        runner: Runner | ContainerRunner | None = None,
+        runner: CommandRunner | None = None,
         shared: bool = True,
     ) -> None:
         self.root = root
@@ -73,18 +71,14 @@ class Workspace:
         self.shared = shared
         self._own_trees: dict[str, Path] = {}
 
-    def command_runner(self) -> Runner | ContainerRunner:
+    def command_runner(self) -> CommandRunner:
         """What runs the task's commands in this grade: the runner given (``grade()``
-        prepares the task's environment before grading), else one made here, in a
-        container of the task's environment when it names one (closed at exit)."""
+        chooses it, :mod:`repogym.run.choose`), else the one chosen there for this
+        workspace's task when first asked (closed at exit)."""
         if self.runner is None:
-            task = self.task
-            if task.environment is None:
-                self.runner = host_runner(task)
-            else:
-                made = prepare(task, self.root, self.rubric).runner(task)
-                atexit.register(made.close)
-                self.runner = made
+            made = _choose.command_runner(self.task, self.root, self.rubric)
+            atexit.register(made.close)
+            self.runner = made
         return self.runner
 
     @classmethod
@@ -366,11 +360,3 @@ def export_tree(
     finally:
         store.close()
     return holder / "tree"
-
-
-def host_runner(task: Task) -> Runner:
-    """A runner of ``task``'s commands on the host: its variables, and its ``limits`` as
-    a cgroup of each command's own where the grader can make one (issue 43)."""
-    limits = task.command_limits
-    caps = Caps(memory=limits.memory, pids=limits.pids, cpus=limits.cpus)
-    return Runner(pass_env=task.pass_env, set_env=task.env, limits=caps)

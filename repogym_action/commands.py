@@ -68,7 +68,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _show_undecodable(text: str) -> str:
-    """As :func:`repogym.report.show_undecodable`, which imports the engine (a tenth of a
+    """As :func:`repogym.report.build.show_undecodable`, which imports the engine (a tenth of a
     second before the first line of the log, bench/image.py)."""
     return _SURROGATE.sub(_escape_surrogate, text)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import repogym
 from repogym.errors import RepogymError
-from repogym.report import error_report, report_dict, user_error_report
-from repogym.template_files import TemplateFilesError, templates_at, templates_in
+from repogym.report.build import error_report, report_dict, user_error_report
+from repogym.report.template_files import TemplateFilesError, templates_at, templates_in
 from repogym.tree.git import git, tree_entry
 from repogym_action.checkout import Checkout, prepare
 from repogym_action.commands import Commands

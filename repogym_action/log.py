@@ -16,8 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from repogym.models import GradeComponent, format_score
-from repogym.runner import CommandResult
+from repogym.models import CommandResult, GradeComponent, format_score
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 
 # How often a running command is said to be still running.

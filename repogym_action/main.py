@@ -122,7 +122,7 @@ def run(env: Mapping[str, str], out: Commands) -> int:
 def _complete_open_checks(github: GitHub, out: Commands, line: str) -> None:
     """Whatever escaped, a check run this run opened is not left in progress (issue 19):
     completed as ``failure`` with the error, by one request that waits for nothing."""
-    from repogym.render import md
+    from repogym.report.render import md
 
     done, problems = github.cancel_checks(
         title="repogym: error",

@@ -25,11 +25,11 @@ from typing import Any
 
 from repogym.errors import RepogymError
 from repogym.models import format_score
-from repogym.outputs import write_atomic
-from repogym.published import published
-from repogym.render import code, md
-from repogym.render_process import render_texts
-from repogym.report import error_report, to_json
+from repogym.report.build import error_report, to_json
+from repogym.report.redact import published
+from repogym.report.render import code, md
+from repogym.report.render_process import render_texts
+from repogym.tree.atomic import write_atomic
 from repogym.tree.links import LinkInTree
 from repogym_action.annotations import one_line, to_annotations
 from repogym_action.checks import CheckRef, Conclusion

@@ -9,7 +9,7 @@ when several open pull requests have that head (one head proposed to several bas
 one whose base branch the report was graded against, and no guess: a report whose base
 matches none of them, or several, is refused (issue 19);
 the report is read as JSON of at most :data:`MAX_REPORT` bytes, validated against the
-schema of :mod:`repogym.report_schema`, and only rendered, by the same sandboxed
+schema of :mod:`repogym.report.schema`, and only rendered, by the same sandboxed
 templates as a grade. The payload's shape is checked too: a field of the wrong type is one
 line naming it, never a traceback.
 """
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repogym.report_schema import REPORT_VERSION, problems, shown
+from repogym.report.schema import REPORT_VERSION, problems, shown
 from repogym_action.commands import Commands
 from repogym_action.event import EventError, PullRequest, Target, load_payload
 from repogym_action.github import GitHub
@@ -185,7 +185,7 @@ def _shown(value: object) -> str:
 def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
     """The uploaded report at ``path``: a regular file (not a link) of at most
     :data:`MAX_REPORT` bytes, a JSON report of this version valid by its schema
-    (:mod:`repogym.report_schema`), about ``head_sha``."""
+    (:mod:`repogym.report.schema`), about ``head_sha``."""
     if path is None:
         raise ArtifactError(
             "input `report`: mode publish reads the uploaded report there; give the path "

@@ -1,4 +1,4 @@
-"""Parts of repogym.container.runner that need no engine (issue 20): whose a labelled container
+"""Parts of repogym.run.container.runner that need no engine (issue 20): whose a labelled container
 is (a grader sweeps only what graders gone from its own host and pid namespace left, and
 what is past its expiry), and which members of the archive a command's tree comes back
 in are made on the host, on a Python with tarfile's filters or without (Debian
@@ -14,8 +14,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from repogym.container.archive import _member
-from repogym.container.engine import HOST, LABEL, OWNER, _abandoned, labels
+from repogym.run.container.archive import _member
+from repogym.run.container.engine import HOST, LABEL, OWNER, _abandoned, labels
 
 
 def _gone_pid() -> int:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
-from repogym.env import EnvError, RepoEnv
+from repogym.env.actions import ApplyPatch, ReadFile, RunCommand, Submit, WriteFile
+from repogym.env.episode import EnvError, RepoEnv
 from repogym.errors import CommandNotFound, RepogymError, WorkspaceError
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeComponent, GradeResult

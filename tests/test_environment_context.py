@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from repogym.environment import _context, _digest
 from repogym.errors import EngineError
+from repogym.run.image import _context, _digest
 from repogym.task import parse_task
 from tests.repo import Repo
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.actions import ReadFile, RunCommand, Submit, WriteFile
 from repogym.batch import Local
-from repogym.env import RepoEnv
+from repogym.env.actions import ReadFile, RunCommand, Submit, WriteFile
+from repogym.env.episode import RepoEnv
 from repogym.errors import EnvError
 from repogym.task import Task, load_task
 
 gymnasium = pytest.importorskip("gymnasium", reason="pip install -e '.[dev]' installs it")
-repogym_gym = pytest.importorskip("repogym.gym")
+repogym_gym = pytest.importorskip("repogym.env.gym")
 env_checker = pytest.importorskip("gymnasium.utils.env_checker")
 
 

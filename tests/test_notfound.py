@@ -1,5 +1,5 @@
 """A command whose program is not found is an error of the machine, not a failing grade
-(repogym.sandbox.notfound, issue 20): real repositories graded by ``repogym grade``."""
+(repogym.run.notfound, issue 20): real repositories graded by ``repogym grade``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from repogym.errors import CommandNotFound, RepogymError
-from repogym.runner import CommandResult
-from repogym.sandbox.notfound import first_program, missing_program, not_found, on_path
+from repogym.models import CommandResult
+from repogym.run.notfound import first_program, missing_program, not_found, on_path
 from tests.repo import Repo
 
 DASH = "/bin/sh: 1: node: not found\n"

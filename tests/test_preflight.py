@@ -1,5 +1,5 @@
 """The sandbox user's way to the task's programs, judged from the file system
-(repogym.sandbox.preflight, issue 20). These compute for a uid that owns nothing here, so they
+(repogym.run.preflight, issue 20). These compute for a uid that owns nothing here, so they
 run as any user; tests/security/test_preflight.py grades through it as root."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.sandbox.preflight import EXECUTE, READ, Obstacle, obstacle, problems
+from repogym.run.preflight import EXECUTE, READ, Obstacle, obstacle, problems
 from repogym.task import parse_task
 
 UID = 59800  # a sandbox uid: owns nothing, in no group of these files

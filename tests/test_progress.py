@@ -9,8 +9,7 @@ from pathlib import Path
 import repogym
 from repogym import progress
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.models import GradeComponent
-from repogym.runner import CommandResult
+from repogym.models import CommandResult, GradeComponent
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""repogym.published: when hidden tests ran, no text the run produced is shown (issue 19)."""
+"""repogym.report.redact: when hidden tests ran, no text the run produced is shown (issue 19)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from repogym.published import NOT_SHOWN, published
-from repogym.render import TEMPLATES, render
+from repogym.report.redact import NOT_SHOWN, published
+from repogym.report.render import TEMPLATES, render
 
 REPORTS = Path(__file__).parent / "data" / "reports"
 SECRET = "def test_ties(): assert top(['b', 'a']) == ['a']  # the hidden test's source"
@@ -104,7 +104,7 @@ def test_no_template_sees_the_runs_text(template: str) -> None:
 def test_the_sentences_are_the_graders() -> None:
     from repogym.graders import _test_findings, tests
     from repogym.junit import Outcome
-    from repogym.published import _WHAT, OUTPUT_NOT_SHOWN, PASSED
+    from repogym.report.redact import _WHAT, OUTPUT_NOT_SHOWN, PASSED
 
     assert OUTPUT_NOT_SHOWN == tests.OUTPUT_NOT_SHOWN
     assert Outcome.PASSED.value == PASSED

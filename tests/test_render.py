@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from repogym.errors import UsageError
-from repogym.render import TEMPLATES, code, fence, md, render, score
+from repogym.report.render import TEMPLATES, code, fence, md, render, score
 from tests.data.reports.make_reports import HOSTILE
 from tests.github_html import LINKED, Shown, github_html
 from tests.packaging import ROOT, InstalledWheel
@@ -412,7 +412,7 @@ def test_a_bad_template_is_one_line(files: dict[str, str], template: str, messag
 
 
 def test_the_renderer_knows_the_report_not_github() -> None:
-    tree = ast.parse((ROOT / "repogym" / "render.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "repogym" / "report" / "render.py").read_text(encoding="utf-8"))
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -444,9 +444,9 @@ def test_an_installed_wheel_renders_as_the_source_tree_does(
 ) -> None:
     script = (
         "import json, sys\n"
-        "import repogym.render\n"
-        "from repogym.render import render\n"
-        "print(repogym.render.__file__, file=sys.stderr)\n"
+        "import repogym.report.render\n"
+        "from repogym.report.render import render\n"
+        "print(repogym.report.render.__file__, file=sys.stderr)\n"
         "sys.stdout.write(render(json.load(open(sys.argv[1])), 'comment.md.j2'))\n"
     )
     done = installed_wheel.run("python", "-c", script, str(REPORTS / "fail.json"), cwd=tmp_path)

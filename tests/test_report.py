@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from repogym.models import GradeComponent, GradeResult, Role
-from repogym.outputs import PendingWrite, output_problems, write_atomic, write_outputs
-from repogym.render import render
-from repogym.report import text_table, to_json
+from repogym.report.build import text_table, to_json
+from repogym.report.outputs import output_problems, write_outputs
+from repogym.report.render import render
+from repogym.tree.atomic import PendingWrite, write_atomic
 from tests.devices import device, stdout_link
 
 
@@ -113,7 +114,7 @@ def test_character_device_is_written_to_not_replaced(tmp_path: Path) -> None:
 WRITE_TO_STDOUT = """\
 import sys
 from pathlib import Path
-from repogym.outputs import write_atomic
+from repogym.tree.atomic import write_atomic
 print("before")
 write_atomic(Path(sys.argv[1]), "the report\\n")
 print("after")

@@ -11,18 +11,18 @@ from pathlib import Path
 import repogym
 from repogym._demo import build_example_repo
 from repogym.errors import TaskError
-from repogym.report import report_dict, user_error_report
-from repogym.report_schema import Report, problems, template_view
+from repogym.report.build import report_dict, user_error_report
+from repogym.report.schema import Report, problems, template_view
 
 SCHEMA = Path(__file__).parent.parent / "docs" / "report.schema.json"
 
 
 def test_the_published_schema_is_the_models() -> None:
     exported = subprocess.run(
-        [sys.executable, "-m", "repogym.report_schema"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "repogym.report.schema"], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(SCHEMA.read_text()) == Report.model_json_schema() == json.loads(exported), (
-        "docs/report.schema.json is stale: python -m repogym.report_schema > "
+        "docs/report.schema.json is stale: python -m repogym.report.schema > "
         "docs/report.schema.json"
     )
 

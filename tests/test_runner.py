@@ -16,9 +16,10 @@ from typing import IO
 
 import pytest
 
-import repogym.runner
+import repogym.run.host
 import repogym.sandbox.output
-from repogym.runner import CommandResult, Runner
+from repogym.models import CommandResult
+from repogym.run.host import Runner
 
 
 def alive(pid: int) -> bool:
@@ -122,7 +123,7 @@ def test_a_signal_just_after_the_spawn_still_kills_the_command(
         assert ready, "the command did not start"
         pids.extend(int(pid) for pid in os.read(fd, 100).split())
 
-    monkeypatch.setattr(repogym.runner, "Tail", interrupt)
+    monkeypatch.setattr(repogym.run.host, "Tail", interrupt)
     try:
         with pytest.raises(Interrupted):
             Runner().run(f"sleep 300 & echo $$ $! > {started}; wait", tmp_path, timeout=600)

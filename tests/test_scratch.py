@@ -1,4 +1,4 @@
-"""What a killed grader leaves (repogym.tree.scratch): its copies, its snapshot store and
+"""What a killed grader leaves (repogym.sandbox.scratch): its copies, its snapshot store and
 its base's tree are named after it, and the next grader on the machine removes them; the
 directories of a grader still running, of another pid namespace or of another user are
 left alone."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from repogym._demo import build_example_repo
-from repogym.tree import scratch
+from repogym.sandbox import scratch
 from tests.batching import bugfix_that_waits
 from tests.waiting import BACKSTOP
 

@@ -1,4 +1,4 @@
-"""repogym.template_files: a template directory read whole, from a commit through git or
+"""repogym.report.template_files: a template directory read whole, from a commit through git or
 from disk, refusing what could reach outside it (issue 19)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from repogym.render import render
-from repogym.template_files import MAX_BYTES, TemplateFilesError, templates_at, templates_in
+from repogym.report.render import render
+from repogym.report.template_files import MAX_BYTES, TemplateFilesError, templates_at, templates_in
 from tests.action.gitrepo import Origin, Symlink, git
 
 REPORTS = Path(__file__).parent / "data" / "reports"

@@ -29,9 +29,9 @@ from repogym.batch.lines import Line, RepoSpec, line_of, read_lines
 from repogym.batch.sources import commit_of, local_source, private_clone
 from repogym.errors import UsageError
 from repogym.grading import grade
-from repogym.report import report_dict
+from repogym.report.build import report_dict
+from repogym.sandbox import scratch
 from repogym.tree import git as _git
-from repogym.tree import scratch
 
 Submission = Literal["patch", "ref", "tree"]
 SUBMISSIONS: tuple[Submission, ...] = ("patch", "ref", "tree")

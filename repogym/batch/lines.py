@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from repogym.batch.sources import checked_repo, has_perf
 from repogym.errors import RepogymError, UsageError
-from repogym.report import error_report, user_error_report
+from repogym.report.build import error_report, user_error_report
 from repogym.sandbox.process import internal_error_line
 
 

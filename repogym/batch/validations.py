@@ -27,7 +27,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from repogym.batch.lines import Line, RepoSpec
 from repogym.batch.sources import commit_of, local_source, private_clone
 from repogym.errors import RepogymError
-from repogym.report import error_report
+from repogym.report.build import error_report
 from repogym.tree import git as _git
 from repogym.validate import Validation, validate
 

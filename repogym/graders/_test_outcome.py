@@ -12,8 +12,7 @@ from repogym.graders._runfiles import RunFiles
 from repogym.graders._versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, file_of
-from repogym.models import Role
-from repogym.runner import CommandResult
+from repogym.models import CommandResult, Role
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace
 

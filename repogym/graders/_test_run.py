@@ -23,10 +23,10 @@ from repogym.graders import _pytest_start, _python_start, _runfiles
 from repogym.graders._runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
-from repogym.runner import CommandResult
-from repogym.runners import CommandRunner
+from repogym.models import CommandResult
+from repogym.run.protocol import CommandRunner
+from repogym.sandbox import scratch
 from repogym.task import TestsConfig, runs_pytest, runs_unittest
-from repogym.tree import scratch
 from repogym.tree.links import place
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from repogym.models import GradeComponent, Role
 
 if TYPE_CHECKING:
-    from repogym.runners import CommandRunner
+    from repogym.run.protocol import CommandRunner
     from repogym.workspace import Workspace
 
 

@@ -44,12 +44,11 @@ from repogym.graders import perf_measure
 from repogym.graders.base import BuiltinGrader
 from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score
 from repogym.graders.perf_report import PerfFailure as _Failure
-from repogym.models import GradeComponent
-from repogym.runner import CommandResult
-from repogym.runners import CommandRunner
+from repogym.models import CommandResult, GradeComponent
+from repogym.run.protocol import CommandRunner
+from repogym.sandbox import scratch as _scratch
 from repogym.task import PerfConfig
 from repogym.tree import baselines as _baselines
-from repogym.tree import scratch as _scratch
 from repogym.tree.store import copies_dir
 from repogym.workspace import Workspace, export_tree
 

@@ -5,7 +5,7 @@ the benchmark's command in a measurer (``runner.measured``) that accounts for it
 process tree and prints its figures as the last line of stdout, once nothing else of the
 tree is left to write: on the host :mod:`repogym.sandbox.measure_tree` (a Python script
 run by this interpreter: the kernel's accounting of the reaped children, instructions
-from a hardware counter or Callgrind), in a container :mod:`repogym.container.measure`
+from a hardware counter or Callgrind), in a container :mod:`repogym.run.container.measure`
 (a shell that is the container's process 1, reading its cgroup). Neither can be stopped
 or read by the benchmark (docs/task.md); killing the host's fails the run. This module
 reads what they printed.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from repogym.runner import CommandResult
+from repogym.models import CommandResult
 from repogym.sandbox import measure_tree as _measure_tree
 
 MARK = _measure_tree.MARK

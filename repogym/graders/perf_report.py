@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from repogym.graders.perf_stats import Interval, far_runs, interval, slow_first
-from repogym.models import Finding, GradeComponent
-from repogym.runner import CommandResult
+from repogym.models import CommandResult, Finding, GradeComponent
 from repogym.task import PerfConfig
 
 Side = Literal["baseline", "candidate"]

@@ -33,9 +33,8 @@ from repogym.graders._versus_base import AgainstBase
 from repogym.graders.base import BuiltinGrader
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
-from repogym.models import Finding, GradeComponent
-from repogym.runner import CommandResult
-from repogym.runners import CommandRunner
+from repogym.models import CommandResult, Finding, GradeComponent
+from repogym.run.protocol import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs, matching

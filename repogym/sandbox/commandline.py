@@ -1,6 +1,6 @@
 """The program a shell command line starts with, read as the shell will read it: what the
 seal shows of a program named by its path (repogym.sandbox.seal), what the preflight
-checks and what a run that did not find it blames (repogym.sandbox.notfound)."""
+checks and what a run that did not find it blames (repogym.run.notfound)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Runs one benchmark and measures its whole process tree, as a script of its own.
 
-The host's runner (:meth:`repogym.runner.Runner.measured`) runs it as ``python -I -c
+The host's runner (:meth:`repogym.run.host.Runner.measured`) runs it as ``python -I -c
 <this file's text> MODE COMMAND`` in place of ``COMMAND`` (so it needs nothing but the
 standard library and can be read by any user), for ``timing: cpu | instructions`` and
 ``measure: peak_memory``. It:

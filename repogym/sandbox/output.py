@@ -1,6 +1,6 @@
 """Waiting for a command and reading its output, for every runner: the exit woken by a
 pidfd, polls in slices a cancel's signal gets through, and a pipe read to its end in a
-thread keeping only its tail (repogym.runner; a container's output is kept the same way).
+thread keeping only its tail (repogym.run.host; a container's output is kept the same way).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Starting, finding and killing the processes of untrusted commands (Linux ``/proc``).
 
-The runner (:mod:`repogym.runner`) starts every command through :func:`start` and, when a
+The runner (:mod:`repogym.run.host`) starts every command through :func:`start` and, when a
 command ends, calls :func:`kill_uid` (when the command ran as a sandbox uid of its own)
 and :func:`kill_leftovers`. Both go round until nothing is left, because what they
 kill may be forking meanwhile (a fork bomb races the killer).

@@ -251,7 +251,7 @@ def toolchain(path: str, command: str) -> list[str]:
     """The directories of the system and the toolchain a sealed ``command`` sees
     (read-only) when its ``PATH`` is ``path``: each is shown as it is, its own mode
     included, and the directories above it are made for the view, enterable by all
-    (repogym.sandbox.preflight checks the way from there)."""
+    (repogym.run.preflight checks the way from there)."""
     named = first_program(command) or ""
     # A program the command names by its absolute path is a toolchain of its own.
     shown = [*SYSTEM, *_toolchain(os.pathsep.join([path, str(Path(named).parent)]))]

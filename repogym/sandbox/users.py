@@ -50,8 +50,8 @@ from repogym.errors import SandboxError
 from repogym.sandbox import landlock as _landlock
 from repogym.sandbox import leftovers as _leftovers
 from repogym.sandbox import reaper as _reaper
+from repogym.sandbox import scratch as _scratch
 from repogym.sandbox import seal as _seal
-from repogym.tree import scratch as _scratch
 
 NAME = "repogym"
 UID_BASE = 59800
@@ -240,7 +240,7 @@ def _ids() -> list[int]:
 
 def first_uid() -> int:
     """The uid of the first slot, the one an idle machine gives a run: how messages name
-    the sandbox user (repogym.sandbox.preflight)."""
+    the sandbox user (repogym.run.preflight)."""
     ids = _ids()
     return ids[0] if ids else _base()
 
@@ -323,7 +323,7 @@ def _lock_directory() -> int:
 def private_directory(name: str) -> Path:
     """A directory ``name`` of root's, mode 0700, in the slot locks' directory (checked
     as it is): where what the grading processes of this machine share lies out of every
-    command's reach (repogym.tree.node_cache)."""
+    command's reach (repogym.graders.machine_cache)."""
     fd = _lock_directory()
     try:
         with contextlib.suppress(FileExistsError):

@@ -1,8 +1,8 @@
 """``environment:`` of a task file: the container image its commands run in (issue 20).
 
 Declared here, apart from the other sections, because it is the only part of the schema
-that speaks of the machine rather than of the grade; :mod:`repogym.environment` prepares
-the image and :mod:`repogym.container.runner` runs the commands in it.
+that speaks of the machine rather than of the grade; :mod:`repogym.run.image` prepares
+the image and :mod:`repogym.run.container.runner` runs the commands in it.
 """
 
 from __future__ import annotations

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from repogym.errors import WorkspaceError
+from repogym.sandbox import scratch as _scratch
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.tree import git as _git
-from repogym.tree import scratch as _scratch
 from repogym.tree.links import place
 
 GITLINK = "160000"

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from repogym._demo import EXAMPLES
-from repogym.render import md
+from repogym.report.render import md
 from repogym_action.annotations import one_line
 from tests import docker as test_docker
 from tests.action.gitrepo import Files, files_of

@@ -11,7 +11,7 @@ from pathlib import Path
 import repogym
 from repogym._demo import build_example_repo
 from repogym.progress import reporting
-from repogym.runner import Runner
+from repogym.run.host import Runner
 from repogym_action.commands import Commands
 from repogym_action.log import LogProgress
 from tests.action.logs import run_log

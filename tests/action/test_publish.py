@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from repogym.report import error_report
+from repogym.report.build import error_report
 from repogym_action.annotations import MAX_MESSAGE, MAX_TITLE, to_annotations
 from repogym_action.commands import Commands
 from repogym_action.event import PullRequest, Target

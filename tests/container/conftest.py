@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from repogym.container.engine import connect
+from repogym.run.container.engine import connect
 from tests.docker import base_image, engine_or_skip
 
 NO_TAR = "repogym-test-no-tar:1"

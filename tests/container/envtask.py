@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.container import engine as _engine
+from repogym.run.container import engine as _engine
 from tests import envimage
 from tests.repo import Repo
 
@@ -157,7 +157,8 @@ def grade(repo: Repo, report: Path, env: Mapping[str, str] | None = None) -> Gra
 
 def owned(client: Any, pid: int) -> list[str]:
     """The containers and volumes the grader ``pid`` of this host labelled as its own
-    (``repogym.container.engine.labels``), as ``container <name> <state>`` or ``volume <name>``."""
+    (``repogym.run.container.engine.labels``), as ``container <name> <state>`` or
+    ``volume <name>``."""
     mine = f"{HOST}/{pid}/"
     found = [
         f"container {c['Names'][0]} {c['State']}"

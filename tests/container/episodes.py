@@ -12,9 +12,9 @@ from typing import Any
 import docker
 
 from repogym._demo import EXAMPLES
-from repogym.actions import RunCommand
-from repogym.container.engine import LABEL
-from repogym.env import RepoEnv
+from repogym.env.actions import RunCommand
+from repogym.env.episode import RepoEnv
+from repogym.run.container.engine import LABEL
 from tests.repo import IDENTITY
 
 FIXED = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from repogym.container import archive as _archive
-from repogym.container import runner as _container
-from repogym.container.runner import ContainerRunner
+from repogym.run.container import archive as _archive
+from repogym.run.container import runner as _container
+from repogym.run.container.runner import ContainerRunner
 from tests.docker import LISTING, base_image
 
 ENTRYPOINT = "repogym-test-entrypoint:1"

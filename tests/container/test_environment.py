@@ -19,9 +19,9 @@ import docker
 import pytest
 
 from repogym._demo import EXAMPLES, build_example_repo
-from repogym.actions import RunCommand, Submit, WriteFile
-from repogym.container.engine import LABEL
-from repogym.env import RepoEnv
+from repogym.env.actions import RunCommand, Submit, WriteFile
+from repogym.env.episode import RepoEnv
+from repogym.run.container.engine import LABEL
 from tests.container.episodes import git, with_environment
 from tests.envimage import python_image
 from tests.waiting import BACKSTOP

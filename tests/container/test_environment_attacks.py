@@ -8,7 +8,7 @@ of the grader left in the engine, no process of the attack left on the machine.
 
 The engine may be shared with other graders (a sweep of theirs removes what a killed
 grader of ours left): what a case looks for is named by its grader's pid (the owner
-label of repogym.container.runner) or by a marker of its own.
+label of repogym.run.container.runner) or by a marker of its own.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from repogym.container.engine import docker_module
+from repogym.run.container.engine import docker_module
 from tests import docker as cli
 from tests.container import envprobes as probes
 from tests.container.envtask import (

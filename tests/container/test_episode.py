@@ -12,12 +12,12 @@ import docker
 import pytest
 
 from repogym._demo import build_example_repo
-from repogym.actions import RunCommand, Submit, WriteFile
-from repogym.container.command import UID
-from repogym.container.engine import LABEL
-from repogym.container.episode import HOLDER, EpisodeRunner
-from repogym.env import RepoEnv
+from repogym.env.actions import RunCommand, Submit, WriteFile
+from repogym.env.episode import RepoEnv
 from repogym.errors import EngineError
+from repogym.run.container.command import UID
+from repogym.run.container.engine import LABEL
+from repogym.run.container.episode import HOLDER, EpisodeRunner
 from tests.container.episodes import FIXED, ours, run, with_environment
 from tests.envimage import python_image
 
@@ -63,7 +63,7 @@ def test_an_episode_keeps_its_container_and_the_next_one_starts_clean(repo: Path
 
 
 def _confined(container: dict[str, Any]) -> None:
-    """The episode's container is confined as a grade's command's (repogym.container)."""
+    """The episode's container is confined as a grade's command's (repogym.run.container)."""
     host, config = container["HostConfig"], container["Config"]
     assert config["User"] == f"{HOLDER}:{HOLDER}"
     assert host["ReadonlyRootfs"] and host["CapDrop"] == ["ALL"]

@@ -15,11 +15,11 @@ import docker.errors
 import pytest
 
 from repogym._demo import build_example_repo
-from repogym.actions import ReadFile, RunCommand, WriteFile
-from repogym.container.command import UID
-from repogym.container.episode import EpisodeRunner
-from repogym.env import RepoEnv
+from repogym.env.actions import ReadFile, RunCommand, WriteFile
+from repogym.env.episode import RepoEnv
 from repogym.errors import EngineError, EnvError
+from repogym.run.container.command import UID
+from repogym.run.container.episode import EpisodeRunner
 from tests.container.episodes import ours, run, with_environment
 from tests.envimage import python_image
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from repogym._demo import build_example_repo
-from repogym.actions import RunCommand, Submit, WriteFile
 from repogym.batch import Local
-from repogym.env import RepoEnv
+from repogym.env.actions import RunCommand, Submit, WriteFile
+from repogym.env.episode import RepoEnv
 from tests.container.episodes import FIXED, git, ours
 from tests.envimage import python_image
 
-repogym_gym = pytest.importorskip("repogym.gym")
+repogym_gym = pytest.importorskip("repogym.env.gym")
 
 # A test of the task's that listens on a port and fails if anyone connects to it.
 QUIET = """

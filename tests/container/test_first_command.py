@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from repogym.container import command as _command
-from repogym.container import runner as _container
-from repogym.container.runner import ContainerRunner
+from repogym.run.container import command as _command
+from repogym.run.container import runner as _container
+from repogym.run.container.runner import ContainerRunner
 from tests.docker import LISTING, base_image
 
 

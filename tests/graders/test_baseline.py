@@ -14,8 +14,8 @@ import pytest
 import repogym
 from repogym.graders import TestGrader, _base_tests
 from repogym.models import Role
-from repogym.render import render
-from repogym.report import report_dict
+from repogym.report.build import report_dict
+from repogym.report.render import render
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import PYTEST, grade

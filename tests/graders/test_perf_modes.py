@@ -25,7 +25,7 @@ import pytest
 
 from repogym.graders import perf, perf_measure
 from repogym.graders.perf_report import PerfFailure
-from repogym.runner import CommandResult
+from repogym.models import CommandResult
 from repogym.sandbox import measure_tree as _measure_tree
 from tests.perfmodes import perf_component, perf_repo
 

@@ -15,7 +15,7 @@ from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult
 from repogym.models import GradeComponent, Role
-from repogym.runner import Runner
+from repogym.run.host import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import CALC, FIXED, HIDDEN, PYTEST, grade, task_text

@@ -15,11 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from repogym.actions import ReadFile, RunCommand, Submit, WriteFile
-from repogym.env import RepoEnv
+from repogym.env.actions import ReadFile, RunCommand, Submit, WriteFile
+from repogym.env.episode import RepoEnv
+from repogym.env.submission import rebuilt
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeResult
-from repogym.submission import rebuilt
 
 
 def main(spec_path: str, out_path: str) -> None:

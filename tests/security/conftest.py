@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.runner import Runner
+from repogym.run.host import Runner
 from tests.security._harness import Case, make_grader_venv
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from repogym._demo import build_example_repo
-from repogym.runner import Runner
+from repogym.run.host import Runner
 from repogym.sandbox import landlock, seal
 from tests.batching import bugfix_that_waits
 from tests.security._harness import Case
@@ -113,7 +113,7 @@ def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
     the environment closed."""
     import gymnasium
 
-    import repogym.gym  # noqa: F401  (registers the environment)
+    import repogym.env.gym  # noqa: F401  (registers the environment)
     from repogym._demo import build_example_repo
 
     repo = build_example_repo("bugfix", tmp_path / "bugfix")

@@ -17,8 +17,9 @@ import pytest
 from repogym.cli import main
 from repogym.errors import TaskError
 from repogym.graders.constraints import is_compiled, readings
-from repogym.outputs import PendingWrite, write_outputs
+from repogym.report.outputs import write_outputs
 from repogym.task import parse_task
+from repogym.tree.atomic import PendingWrite
 from tests.repo import Repo
 
 TASK = """\

@@ -1,5 +1,5 @@
 """As root, a sandbox user that cannot reach the task's python stops the grade before it
-starts, with the fix (repogym.sandbox.preflight, issue 20). Before: every test failed with
+starts, with the fix (repogym.run.preflight, issue 20). Before: every test failed with
 ``Permission denied`` (FAIL 0.000, the change blamed), or the shell ran another python
 found later on the PATH, with other packages, without a word."""
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from repogym.errors import SandboxError
-from repogym.runner import CommandResult, Runner
+from repogym.models import CommandResult
+from repogym.run.host import Runner
 from repogym.sandbox import users as _sandbox
 
 ROOT = os.geteuid() == 0
@@ -321,7 +322,7 @@ def test_a_node_cache_directory_that_others_could_write_is_refused(
 GRADER = """
 import ctypes, json, os, shutil, subprocess, sys, tempfile, weakref
 from pathlib import Path
-from repogym.runner import Runner
+from repogym.run.host import Runner
 
 if sys.argv[1] == "drop":
     os.setgroups([])

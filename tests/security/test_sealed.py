@@ -165,7 +165,7 @@ def test_an_episode_finds_nothing_the_last_one_left(tmp_path: Path) -> None:
     for them (before: the segment was there, and stayed after the environment closed)."""
     import gymnasium
 
-    import repogym.gym  # noqa: F401  (registers the environment)
+    import repogym.env.gym  # noqa: F401  (registers the environment)
     from repogym._demo import build_example_repo
 
     repo = build_example_repo("bugfix", tmp_path / "bugfix")
@@ -203,7 +203,7 @@ def test_the_cgroups_of_a_grader_killed_mid_command_are_removed_by_the_next(
     (tmp_path / "holder").chmod(0o711)
     tmp_path.chmod(0o711)
     grader = (
-        "import sys; from pathlib import Path; from repogym.runner import Runner; "
+        "import sys; from pathlib import Path; from repogym.run.host import Runner; "
         "from repogym.sandbox.cgroup import Caps; "
         "r = Runner(limits=Caps(memory=64 << 20, pids=64, cpus=1.0)); "
         "sys.exit(r.run('true', Path(sys.argv[1]), timeout=60).exit_code)"

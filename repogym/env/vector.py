@@ -1,4 +1,4 @@
-"""The batch jobs of :class:`repogym.gym.VectorRepoEnv` (issue 23): what an env's Submit is
+"""The batch jobs of :class:`repogym.env.gym.VectorRepoEnv` (issue 23): what an env's Submit is
 as a job of :func:`repogym.batch.grade_many`, and the GradeResult of the job's line.
 
 A job's submission is exactly what the env's own grade takes: its workspace's snapshot
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repogym.env import RepoEnv
+from repogym.env.episode import RepoEnv
 from repogym.errors import EnvError, RepogymError
 from repogym.models import Finding, GradeComponent, GradeResult, Role
 from repogym.task import parse_task

@@ -1,6 +1,6 @@
 """The sources of a template directory, read whole before anything is rendered.
 
-A template directory replaces built-in templates by name (:func:`repogym.render.render`
+A template directory replaces built-in templates by name (:func:`repogym.report.render.render`
 takes its sources as a mapping, name to text). Where it comes from decides who wrote the
 verdict's words, so it is read here in one of two ways, each refusing what could reach
 outside it (issue 19: a committed link to ``/proc/self/environ`` or ``.git/config``,

@@ -31,11 +31,11 @@ container and its volume, so nothing of the episode is left in the engine.
   gets, in a session of its own; its output is read up to the cap. At its timeout its
   process group is killed (from another ``exec``); when it ends, what it started in the
   background goes on running, as in a terminal, until the episode's end
-  (:mod:`repogym.container.episode_exec`). A container that stopped, or whose command
+  (:mod:`repogym.run.container.episode_exec`). A container that stopped, or whose command
   could not be killed, is an :class:`EpisodeLost`.
 
 The grade of a Submit never runs here: its tests run in fresh containers of the grader
-(:mod:`repogym.container.runner`), from the host's copy of the tree, which nothing left
+(:mod:`repogym.run.container.runner`), from the host's copy of the tree, which nothing left
 running in the episode's container can reach.
 """
 
@@ -51,9 +51,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
 from repogym import progress
-from repogym.container.archive import copy_in, has_entries, swap_out
-from repogym.container.command import NAME, UID
-from repogym.container.engine import (
+from repogym.errors import EngineError, EpisodeLost
+from repogym.models import CommandResult
+from repogym.run.container.archive import copy_in, has_entries, swap_out
+from repogym.run.container.command import NAME, UID
+from repogym.run.container.engine import (
     SHELL,
     close_attach,
     confined,
@@ -63,10 +65,9 @@ from repogym.container.engine import (
     said,
     sweep,
 )
-from repogym.container.episode_exec import Exec
-from repogym.container.keeper import KEEPER_LIFE, UNPACK_FROM, tmpfs_volume, unpack
-from repogym.errors import EngineError, EpisodeLost
-from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, check_timeout
+from repogym.run.container.episode_exec import Exec
+from repogym.run.container.keeper import KEEPER_LIFE, UNPACK_FROM, tmpfs_volume, unpack
+from repogym.run.protocol import DEFAULT_OUTPUT_CAP, check_timeout
 from repogym.task._environment import Limits
 
 HOLDER = UID + 1  # the user of the container's first process, out of the commands' reach
@@ -98,7 +99,7 @@ class _Episode:
 class EpisodeRunner:
     """Runs RepoEnv's agent's commands in its episode's container of ``image``; see the
     module docstring. Between :meth:`start` and :meth:`stop` it answers as a
-    :class:`repogym.runner.Runner` does (``run``, ``add``, ``lock``)."""
+    :class:`repogym.run.host.Runner` does (``run``, ``add``, ``lock``)."""
 
     client: Any
     image: str

@@ -1,8 +1,8 @@
 """What every place a command runs answers (issue 46): :class:`CommandRunner` for a
 grade's commands, :class:`AgentRunner` for an agent's in RepoEnv. The places are the
-host's :class:`repogym.runner.Runner` (a sandbox user, sealed),
-:class:`repogym.container.runner.ContainerRunner` (containers of the task's image) and
-:class:`repogym.container.episode.EpisodeRunner` (one container for an episode). A grade
+host's :class:`repogym.run.host.Runner` (a sandbox user, sealed),
+:class:`repogym.run.container.runner.ContainerRunner` (containers of the task's image) and
+:class:`repogym.run.container.episode.EpisodeRunner` (one container for an episode). A grade
 and a RepoEnv choose one and hand it down; the graders and RepoEnv ask it only what these
 protocols name, never which kind it is.
 """
@@ -10,18 +10,41 @@ protocols name, never which kind it is.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from repogym.runner import CommandResult
+from repogym.models import CommandResult
 
-__all__ = ["AgentRunner", "CommandRunner"]
+__all__ = [
+    "DEFAULT_OUTPUT_CAP",
+    "MAX_TIMEOUT",
+    "OUTPUT_GRACE",
+    "AgentRunner",
+    "CommandRunner",
+    "check_timeout",
+]
+
+DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
+MAX_TIMEOUT = 7 * 86400.0  # seconds: longer ones are a mistake (and overflow the clocks)
+# Seconds the output is still read once the command and all it left are killed: what
+# is in the pipes by then is read at once; more can only come from a process that got
+# a copy of the pipe out of reach of the killing (not root: sent to another process).
+OUTPUT_GRACE = 1.0
+
+
+def check_timeout(timeout: float, what: str = "timeout") -> None:
+    """A ValueError unless ``timeout`` is a finite number of seconds in (0, MAX_TIMEOUT]."""
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        raise ValueError(
+            f"{what} {timeout!r} must be a positive number of seconds, at most {MAX_TIMEOUT:g}"
+        )
 
 
 class CommandRunner(Protocol):
     """What runs a grade's commands: :class:`Runner` on the host, as a sandbox user, or
-    :class:`repogym.container.runner.ContainerRunner` in containers of the task's image.
+    :class:`repogym.run.container.runner.ContainerRunner` in containers of the task's image.
     A grade chooses one (:meth:`repogym.workspace.Workspace.command_runner`) and hands it
     down; a grader asks it only these, never which kind it is (issue 46)."""
 
@@ -44,6 +67,12 @@ class CommandRunner(Protocol):
     def scope(self) -> str:
         """What the trees made with this runner belong to (a container runner's volumes):
         ``""`` where they outlive it."""
+        ...
+
+    @property
+    def record(self) -> Mapping[str, Any] | None:
+        """What the report says of the task's environment where the commands run (its
+        image, how it was had): None on the host."""
         ...
 
     @property
@@ -96,7 +125,7 @@ class CommandRunner(Protocol):
 
 class AgentRunner(Protocol):
     """What runs an agent's commands in RepoEnv: :class:`Runner` on the host, or
-    :class:`repogym.container.episode.EpisodeRunner` in one container for the episode.
+    :class:`repogym.run.container.episode.EpisodeRunner` in one container for the episode.
     RepoEnv chooses one and asks it only these (issue 46)."""
 
     def start(self, tree: Path) -> None:

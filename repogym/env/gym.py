@@ -1,10 +1,10 @@
 """RepoEnv as a Gymnasium environment (issue 23): the optional extra ``repogym[gym]``.
 
-:class:`GymRepoEnv` is a :class:`repogym.env.RepoEnv` and a ``gymnasium.Env``, registered
+:class:`GymRepoEnv` is a :class:`repogym.env.episode.RepoEnv` and a ``gymnasium.Env``, registered
 as ``repogym/RepoEnv-v0`` when this module is imported::
 
     import gymnasium
-    import repogym.gym  # registers it (or: gymnasium.make("repogym.gym:repogym/RepoEnv-v0", ...))
+    import repogym.env.gym  # registers it (or: "repogym.env.gym:repogym/RepoEnv-v0")
 
     env = gymnasium.make("repogym/RepoEnv-v0", repo="path/to/repo", base="main")
 
@@ -44,8 +44,8 @@ from gymnasium import spaces
 from gymnasium.vector import SyncVectorEnv
 from gymnasium.vector.utils import concatenate
 
-from repogym._vectorjobs import job_of, result_of, task_file
-from repogym.actions import (
+from repogym.batch import Executor, grade_many
+from repogym.env.actions import (
     ACTIONS,
     ApplyPatch,
     Observation,
@@ -54,11 +54,11 @@ from repogym.actions import (
     Submit,
     WriteFile,
 )
-from repogym.batch import Executor, grade_many
-from repogym.container.engine import engine_errors
-from repogym.env import RepoEnv
+from repogym.env.episode import RepoEnv
+from repogym.env.vector import job_of, result_of, task_file
 from repogym.errors import EnvError, EpisodeLost
 from repogym.models import GradeResult
+from repogym.run.container.engine import engine_errors
 
 ENV_ID = "repogym/RepoEnv-v0"
 CHARSET = string.printable  # letters, digits, punctuation, whitespace
@@ -382,4 +382,4 @@ def _submits(action: Any) -> bool:
     )
 
 
-gymnasium.register(ENV_ID, entry_point="repogym.gym:GymRepoEnv")
+gymnasium.register(ENV_ID, entry_point="repogym.env.gym:GymRepoEnv")

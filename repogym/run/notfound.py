@@ -28,7 +28,7 @@ from repogym.errors import CommandNotFound
 from repogym.sandbox.commandline import first_program
 
 if TYPE_CHECKING:  # the record of a run, as the runners make it
-    from repogym.runner import CommandResult
+    from repogym.models import CommandResult
 
 NOT_FOUND = 127  # the shell's exit code for a command it did not find (POSIX)
 THIS_MACHINE = "this machine"

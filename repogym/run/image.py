@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from repogym.container.engine import connect, docker_module
-from repogym.container.episode import EpisodeRunner
-from repogym.container.runner import ContainerRunner
 from repogym.errors import LOG_LINE, EngineError, OutageError
+from repogym.run.container.engine import connect, docker_module
+from repogym.run.container.episode import EpisodeRunner
+from repogym.run.container.runner import ContainerRunner
 from repogym.task import Task
 from repogym.task._environment import EnvironmentConfig, Limits
 from repogym.tree import git as _git
@@ -80,6 +80,7 @@ class Prepared:
             network=self.config.network,
             pass_env=task.pass_env,
             set_env=task.env,
+            record=self.record(),
         )
 
     def episode_runner(self, task: Task) -> EpisodeRunner:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repogym.errors import UsageError
-from repogym.render import render
+from repogym.report.render import render
 
 __all__ = [
     "MEMORY",
@@ -50,7 +50,7 @@ def render_texts(
     seconds: float = SECONDS,
 ) -> dict[str, str]:
     """Each key of ``texts``, ``(template name, max_bytes)``, rendered from ``report``
-    with ``templates`` replacing built-in ones (:func:`repogym.render.render`); in this
+    with ``templates`` replacing built-in ones (:func:`repogym.report.render.render`); in this
     process when there are no ``templates``, else in a child under ``seconds``.
 
     Raises:
@@ -74,7 +74,7 @@ def render_texts(
     with tempfile.TemporaryDirectory(prefix="repogym-render-") as cwd:
         try:
             done = subprocess.run(
-                [sys.executable, "-I", "-m", "repogym.render_process"],
+                [sys.executable, "-I", "-m", "repogym.report.render_process"],
                 input=data,
                 capture_output=True,
                 timeout=seconds,

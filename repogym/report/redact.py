@@ -11,7 +11,7 @@ and findings of every other component that runs the submission's code (``perf``,
 graders) are counted, not shown. ``constraints`` and ``quality`` run nothing of the
 submission's (they read its diff and its files) and are shown as they are.
 
-Rendering applies it (:func:`repogym.render.render`), and the Action to everything it
+Rendering applies it (:func:`repogym.report.render.render`), and the Action to everything it
 publishes: the comment, the check run and its annotations, the job summary and the report
 file (which the fork workflow uploads as an artifact). A report in which no hidden test
 ran is returned as it is. The input is not trusted to have the right shape: what is not
@@ -40,7 +40,7 @@ __all__ = [
 
 NOT_SHOWN = "not shown: hidden tests ran"
 # As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
-# that the renderer's process starts without the graders (repogym.render_process).
+# that the renderer's process starts without the graders (repogym.report.render_process).
 OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
 PASSED = "passed"
 # The components whose text comes from the diff and the files, not from running them.

@@ -13,7 +13,7 @@ exit code 2).
 What is checked, as the kernel decides it: every directory on the way to the copies
 (repogym.tree.store.copies_dir) and to the temporary directory (where the run's HOME is
 made) must let the uid search it, and so must every directory on the way to the program
-each command starts with (repogym.sandbox.notfound.first_program, looked up on the commands'
+each command starts with (repogym.run.notfound.first_program, looked up on the commands'
 PATH as the grader finds it, links followed), which it must be able to execute, and read
 if it is a script, whose ``#!`` interpreter it must reach too. The uid owns none of these
 and is in none of their groups, so the bits for others decide; an entry with an access
@@ -21,7 +21,7 @@ ACL may grant more, and is taken as reachable (a problem may go unsaid, none is 
 No process is started: a few ``stat`` calls per grade.
 
 A program on no PATH entry is not checked: ``setup`` may install it, and if it does not,
-the run says so (repogym.sandbox.notfound).
+the run says so (repogym.run.notfound).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.errors import SandboxError
+from repogym.run.protocol import CommandRunner
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.sandbox.commandline import first_program
 from repogym.task import Task
 from repogym.tree.store import copies_dir
-from repogym.workspace import Workspace, host_runner
 
 EXECUTE, READ = 0o1, 0o4  # the bits for others
 MAX_LINKS = 40  # as Linux follows on one path
@@ -70,13 +70,11 @@ class Obstacle:
         return f"{self.place} is mode {self.mode:04o}; run `{fix}`"
 
 
-def check(workspace: Workspace) -> None:
+def check(task: Task, runner: CommandRunner, size: int) -> None:
     """Raise :class:`SandboxError` with one line per problem unless the sandbox user can
-    reach the copies and run the program each of the task's commands starts with, the
-    same the grader finds first on their PATH. Nothing is checked unless the commands run
-    as a sandbox user (root, sandbox on)."""
-    task = workspace.task
-    runner = host_runner(task)
+    reach the copies (of a submission of ``size`` bytes) and run the program each of the
+    task's commands starts with, the same the grader finds first on their PATH. Nothing is
+    checked unless the commands run on the host as a sandbox user (root, sandbox on)."""
     # In a container of the task's environment, the image's programs run, not ours.
     if task.environment is not None or not runner.switches_user():
         return
@@ -85,7 +83,7 @@ def check(workspace: Workspace) -> None:
     # is in reach; what the view shows keeps its own modes.
     sealed = _seal.unavailable() is None
     places = {
-        copies_dir(workspace.snapshot().size) or tempfile.gettempdir(): "the copies",
+        copies_dir(size) or tempfile.gettempdir(): "the copies",
         tempfile.gettempdir(): "the run's HOME and TMPDIR",
     }
     path = runner.environment()["PATH"]

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-import repogym
-from repogym.outputs import write_atomic
+from repogym._version import version
 from repogym.sandbox.users import private_directory
+from repogym.tree.atomic import write_atomic
 from repogym.tree.baselines import Key, shared
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ def node_shared(key: Key, make: Callable[[], T], *, keep: Callable[[T], bool], s
 
 def _on_node(key: Key, make: Callable[[], T], keep: Callable[[T], bool]) -> T:
     directory = private_directory(_DIRECTORY)
-    name = hashlib.sha256(repr((repogym.__version__, key)).encode()).hexdigest()
+    name = hashlib.sha256(repr((version(), key)).encode()).hexdigest()
     path = directory / f"{name}.pickle"
     with _locked(directory / f"{name}.lock"):
         if path.is_file():

@@ -1,9 +1,9 @@
 """One command in a fresh container of the environment's image (issue 20); the runner that
-gives it its trees is :class:`repogym.container.runner.ContainerRunner`.
+gives it its trees is :class:`repogym.run.container.runner.ContainerRunner`.
 
 The container is created with the command's trees mounted, attached (stdin, stdout,
 stderr), started, waited on and, once what the grader reads is copied out, removed: see
-:mod:`repogym.container.runner` for its confinement and why its duration is the engine's.
+:mod:`repogym.run.container.runner` for its confinement and why its duration is the engine's.
 
 **A runner's first command** (:class:`Early`) does not wait for the keeper that holds the
 runner's volumes to start: a container's start is most of what a command costs here
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.container.archive import copy_out, tar
-from repogym.container.engine import (
+from repogym.models import CommandResult
+from repogym.run.container.archive import copy_out, tar
+from repogym.run.container.engine import (
     SHELL,
     close_attach,
     confined,
@@ -40,7 +41,6 @@ from repogym.container.engine import (
     raw_socket,
     wait_exit,
 )
-from repogym.runner import CommandResult
 from repogym.sandbox.cgroup import over_memory
 from repogym.sandbox.output import keep_tail
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread

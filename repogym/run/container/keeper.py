@@ -1,12 +1,12 @@
 """The containers that hold a runner's volumes (issue 20), for
-:class:`repogym.container.runner.ContainerRunner`.
+:class:`repogym.run.container.runner.ContainerRunner`.
 
 A tree a command is given is held by the engine in a volume of its own, in memory (a tmpfs
 of ``limits.disk``, owned by the commands' user). A tmpfs volume keeps its files only while
 some container has it mounted: a **keeper** mounts ``POOL`` volumes at ``POOL_AT/<index>``
 and does nothing else (``read`` on a stdin the grader holds open) until the runner closes.
 If the grader dies, its end of that stdin closes, the keeper exits and the engine removes
-it (``auto_remove``); its volumes then are the sweep's (:func:`repogym.container.engine.sweep`).
+it (``auto_remove``); its volumes then are the sweep's (:func:`repogym.run.container.engine.sweep`).
 Its root file system is read-only, as a command's, so what the grader copies into a volume
 through it (put_archive) cannot be led out of the volume by a link a command planted.
 """
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repogym.container.archive import tar
-from repogym.container.command import UID
-from repogym.container.engine import (
+from repogym.run.container.archive import tar
+from repogym.run.container.command import UID
+from repogym.run.container.engine import (
     SHELL,
     close_attach,
     confined,

@@ -10,10 +10,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from repogym import __version__
+from repogym._version import version
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
-from repogym.report_schema import BUILT, LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
+from repogym.report.schema import BUILT, LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -34,13 +34,13 @@ _BREAKS = re.compile(f"[{LINE_BREAKING}]+")
 def report_model(grading: Grading) -> Report:
     """Everything the grade used and found, as the report's model (docs/report.md): the
     one schema the report is built by, read back by and rendered from
-    (:mod:`repogym.report_schema`). Built from the grade's own values (its components are
+    (:mod:`repogym.report.schema`). Built from the grade's own values (its components are
     read by attribute), so it is checked as it is made: a component whose message is over
     the schema's bounds fails here, not in the hands of a later reader."""
     task = grading.task
     result = grading.result
     built = {
-        "tool": {"version": __version__},
+        "tool": {"version": version()},
         "score": result.score,
         "passed": result.passed,
         "summary": result.summary(),
@@ -85,7 +85,7 @@ def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     several lines (an exception's text) is made one, as the schema has it."""
     return {
         "version": REPORT_VERSION,
-        "tool": {"name": "repogym", "version": __version__},
+        "tool": {"name": "repogym", "version": version()},
         "error": {"kind": kind, "message": _BREAKS.sub(" ", message).strip()},
         **known,
     }

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym.container.command import NAME, UID
-from repogym.container.engine import SHELL, close_attach, docker_module, engine_errors, said
 from repogym.errors import EpisodeLost
-from repogym.runner import CommandResult
+from repogym.models import CommandResult
+from repogym.run.container.command import NAME, UID
+from repogym.run.container.engine import SHELL, close_attach, docker_module, engine_errors, said
 from repogym.sandbox.output import POLL_SLICE, keep_tail
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 

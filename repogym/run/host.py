@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import math
 import os
 import shlex
 import subprocess
@@ -41,24 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
+from repogym.models import CommandResult
+from repogym.run import notfound as _notfound
+from repogym.run.protocol import DEFAULT_OUTPUT_CAP, OUTPUT_GRACE, check_timeout
 from repogym.sandbox import cgroup as _cgroup
 from repogym.sandbox import measure_tree as _measure_tree
-from repogym.sandbox import notfound as _notfound
 from repogym.sandbox import reaper as _reaper
+from repogym.sandbox import scratch as _scratch
 from repogym.sandbox import seal as _seal
 from repogym.sandbox import users as _sandbox
 from repogym.sandbox.output import Tail, wait_exit
-from repogym.tree import scratch as _scratch
 
-__all__ = [
-    "DEFAULT_OUTPUT_CAP",
-    "MAX_TIMEOUT",
-    "OUTPUT_GRACE",
-    "SAFE_VARIABLES",
-    "CommandResult",
-    "Runner",
-    "check_timeout",
-]
+__all__ = ["SAFE_VARIABLES", "Runner"]
 
 
 @functools.cache
@@ -83,49 +76,6 @@ SAFE_VARIABLES = (
     "LOGNAME",
     "SHELL",
 )
-DEFAULT_OUTPUT_CAP = 1 << 20  # bytes kept of each of stdout and stderr
-MAX_TIMEOUT = 7 * 86400.0  # seconds: longer ones are a mistake (and overflow the clocks)
-# Seconds the output is still read once the command and all it left are killed: what
-# is in the pipes by then is read at once; more can only come from a process that got
-# a copy of the pipe out of reach of the killing (not root: sent to another process).
-OUTPUT_GRACE = 1.0
-
-
-def check_timeout(timeout: float, what: str = "timeout") -> None:
-    """A ValueError unless ``timeout`` is a finite number of seconds in (0, MAX_TIMEOUT]."""
-    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
-        raise ValueError(
-            f"{what} {timeout!r} must be a positive number of seconds, at most {MAX_TIMEOUT:g}"
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommandResult:
-    """What happened when a command ran."""
-
-    command: str
-    exit_code: int | None  # None when it was killed for running over its timeout
-    timed_out: bool
-    duration: float  # seconds, monotonic clock, from spawn to exit
-    stdout: str
-    stderr: str
-    stdout_cut: int = 0  # bytes dropped from the start of stdout
-    stderr_cut: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
-
-    def tail(self, lines: int = 20) -> str:
-        """The last ``lines`` lines of stderr and stdout, for messages."""
-        text = (self.stdout.rstrip() + "\n" + self.stderr.rstrip()).strip()
-        return "\n".join(text.splitlines()[-lines:])
-
-    def describe(self) -> str:
-        """``exit code 1 after 2.3 s`` or ``timed out after 900 s``."""
-        if self.timed_out:
-            return f"timed out after {self.duration:.0f} s"
-        return f"exit code {self.exit_code} after {self.duration:.1f} s"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,7 +127,7 @@ class Runner:
         command (:mod:`repogym.sandbox.seal`) sees nothing else of the host but the system
         and its toolchain. ``network`` (the command is the task's ``setup``): a sealed
         command has the machine's network only then. ``collect`` (the trees the grader
-        reads afterwards) matters to a :class:`repogym.container.runner.ContainerRunner`
+        reads afterwards) matters to a :class:`repogym.run.container.runner.ContainerRunner`
         only: here the trees are the host's. ``shown``: what the log and the result call
         the command, when what runs is more than the task's (the lines that start pytest
         with the base's configuration before it: issue 44).
@@ -233,6 +183,10 @@ class Runner:
     @property
     def scope(self) -> str:
         return ""  # a host tree outlives the runner
+
+    @property
+    def record(self) -> Mapping[str, Any] | None:
+        return None  # no environment of the task's: the report says none
 
     @property
     def writes_in_place(self) -> bool:

@@ -3,12 +3,12 @@
 The report is the only input: a report written on one machine renders the same on
 another, and what ``repogym grade --markdown`` prints is what the Action posts. The
 built-in templates live in the top-level ``templates/`` directory, shipped as the package
-``repogym._templates``; ``templates`` (name to source, as :mod:`repogym.template_files`
+``repogym._templates``; ``templates`` (name to source, as :mod:`repogym.report.template_files`
 reads a directory) replace them by name (the others are still the built-in ones). A
 template is loaded from those sources or the package, never from a path: no include
 follows a link or leaves them (issue 19).
 
-When hidden tests ran, a template sees the report as :func:`repogym.published.published`
+When hidden tests ran, a template sees the report as :func:`repogym.report.redact.published`
 makes it: no text the run produced, only counts and the public ids (issue 19).
 
 Everything in a report may come from the submission (test names, messages, paths, output
@@ -30,8 +30,8 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from repogym.errors import UsageError
-from repogym.published import published
-from repogym.report_schema import template_view
+from repogym.report.redact import published
+from repogym.report.schema import template_view
 
 __all__ = [
     "DETAILS",
@@ -105,7 +105,7 @@ def render(
             report does not have, fails in any other way (a division by zero, endless
             recursion, memory), or is longer than ``max_bytes`` even at the least
             detail; one line naming the template and how to fix it. A template that
-            never ends is not stopped here: :func:`repogym.render_process.render_texts`
+            never ends is not stopped here: :func:`repogym.report.render_process.render_texts`
             renders under a deadline.
     """
     compiled = _template(template, templates)
@@ -342,7 +342,7 @@ def _literal(text: str) -> str:
 
 def _visible(char: str) -> str:
     """``\\x1b``, ``\\u202e``, or ``\\xff`` for the surrogate that stands for byte 0xff
-    (as repogym.report writes undecodable bytes)."""
+    (as repogym.report.build writes undecodable bytes)."""
     point = ord(char)
     if point < 0x100:
         return f"\\x{point:02x}"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repogym._words import counted
-from repogym.actions import (
+from repogym.env.actions import (
     ACTIONS,
     Action,
     ApplyPatch,
@@ -30,19 +30,18 @@ from repogym.actions import (
     Submit,
     WriteFile,
 )
-from repogym.environment import prepare
+from repogym.env.submission import grade_rebuilt
 from repogym.errors import EnvError, EpisodeLost, WorkspaceError
-from repogym.models import GradeComponent, GradeResult
-from repogym.outputs import write_atomic
-from repogym.runner import CommandResult
-from repogym.runners import AgentRunner
-from repogym.submission import grade_rebuilt
+from repogym.models import CommandResult, GradeComponent, GradeResult
+from repogym.run import choose as _choose
+from repogym.run.protocol import AgentRunner
+from repogym.sandbox import scratch
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
-from repogym.tree import scratch
+from repogym.tree.atomic import write_atomic
 from repogym.tree.clones import own_history_at
 from repogym.tree.links import LinkInTree, open_regular
-from repogym.workspace import Workspace, host_runner
+from repogym.workspace import Workspace
 
 _APPLY_TIMEOUT = 60.0
 _Outcome = tuple[Observation, float, dict[str, Any]]  # a step before the episode bookkeeping
@@ -85,11 +84,7 @@ class RepoEnv:
         # what keeps it from being had is said before the first step (issue 20); each
         # episode's container made at reset() and removed at the next and at close()
         # (issue 23).
-        self.runner: AgentRunner = (
-            host_runner(self.task)
-            if self.task.environment is None
-            else prepare(self.task, self.repo, self.base).episode_runner(self.task)
-        )
+        self.runner: AgentRunner = _choose.agent_runner(self.task, self.repo, self.base)
         self._close_runner = weakref.finalize(self, self.runner.close)
         self.keep_workspace = keep_workspace
         self.max_steps = max_steps
@@ -177,7 +172,7 @@ class RepoEnv:
 
     def _do_submit(self) -> GradeResult:
         """Grade ``self.workspace``, rebuilt in a clone of ``repo`` (never through the
-        workspace's git, which the agent writes: repogym.submission); the result's score
+        workspace's git, which the agent writes: repogym.env.submission); the result's score
         is the reward. Override it to grade differently (spec: "Writing a grader"). It
         runs before the workspace is removed. A :class:`WorkspaceError` it raises scores
         0; anything else reaches the caller of ``step()``, with the episode still running.

@@ -1,6 +1,6 @@
 """The report's schema: the keys of docs/report.md that the templates, the check run and the
 outputs read, declared once, as pydantic models with their types and bounds, and exported
-as docs/report.schema.json (``python -m repogym.report_schema``; a test keeps the two equal).
+as docs/report.schema.json (``python -m repogym.report.schema``; a test keeps the two equal).
 
 A report read back may be forged (one uploaded for ``mode: publish``: README, "Pull requests
 from forks"), so it is checked strictly, with no conversion: a score is a finite JSON number
@@ -139,7 +139,7 @@ class _Bounded:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# The validation context of a report being built from a grade (repogym.report).
+# The validation context of a report being built from a grade (repogym.report.build).
 BUILT = "built from a grade"
 
 
@@ -287,7 +287,7 @@ def template_view(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _as_json(value: Any) -> Any:
-    """``value`` as its JSON file has it (repogym.report.to_json): tuples as lists, what
+    """``value`` as its JSON file has it (repogym.report.build.to_json): tuples as lists, what
     JSON has no value for as its ``str()`` (a custom grader's details), and the lone
     surrogates that stand for a file name's undecodable bytes as the text ``\\xff``, as
     the templates' filters show them (a string of the schema is text)."""

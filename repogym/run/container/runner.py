@@ -1,7 +1,7 @@
 """Commands in containers of the task's environment, through the Docker Engine (issue 20).
 
-:class:`ContainerRunner` runs a command as :class:`repogym.runner.Runner` does (the same
-arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh container:
+:class:`ContainerRunner` runs a command as :class:`repogym.run.host.Runner` does (the same
+arguments, the same :class:`~repogym.run.host.CommandResult`), in a fresh container:
 
 - **The trees.** Each tree a command is given (its working directory, the trees it writes)
   is held by the engine in a volume of its own, in memory (a tmpfs of ``limits.disk``,
@@ -13,9 +13,9 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   engine.
 - **The keeper.** A tmpfs volume keeps its files only while some container has it
   mounted: one container that does nothing mounts the volumes of the runner until
-  :meth:`ContainerRunner.close` (:mod:`repogym.container.keeper`). The first one starts as the
+  :meth:`ContainerRunner.close` (:mod:`repogym.run.container.keeper`). The first one starts as the
   runner opens, and the runner's first command need not wait for it
-  (:class:`repogym.container.command.Early`).
+  (:class:`repogym.run.container.command.Early`).
 - **A command's container**: user ``UID``, all capabilities dropped, ``no-new-privileges``,
   a read-only root file system with the trees and a ``/tmp`` tmpfs writable, the task's
   limits, no network unless the task gives it, no Docker socket, labelled with its owner
@@ -28,7 +28,7 @@ arguments, the same :class:`~repogym.runner.CommandResult`), in a fresh containe
   not the command's time (the perf grader's ``wall``).
 - **Leftovers.** Every container and volume is labelled with its owner (host name and
   pid namespace, pid and the pid's start time) and an expiry;
-  :func:`repogym.container.engine.sweep`, run when a runner opens, removes those of owners that
+  :func:`repogym.run.container.engine.sweep`, run when a runner opens, removes those of owners that
   are gone from this host and those past their expiry.
 """
 
@@ -49,11 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from repogym import progress
-from repogym.container import measure as _measure
-from repogym.container.archive import copy_in, has_entries, within
-from repogym.container.command import NAME, UID, Command, Early, Setting
-from repogym.container.engine import docker_module, sweep
-from repogym.container.keeper import (
+from repogym.models import CommandResult
+from repogym.run import notfound as _notfound
+from repogym.run.container import measure as _measure
+from repogym.run.container.archive import copy_in, has_entries, within
+from repogym.run.container.command import NAME, UID, Command, Early, Setting
+from repogym.run.container.engine import docker_module, sweep
+from repogym.run.container.keeper import (
     UNPACK_FROM,
     Keeper,
     make_volumes,
@@ -61,8 +63,7 @@ from repogym.container.keeper import (
     start_keeper,
     unpack,
 )
-from repogym.runner import DEFAULT_OUTPUT_CAP, CommandResult, check_timeout
-from repogym.sandbox import notfound as _notfound
+from repogym.run.protocol import DEFAULT_OUTPUT_CAP, check_timeout
 from repogym.sandbox.output import POLL_SLICE
 from repogym.sandbox.process import leave_stop_signals_to_the_main_thread
 from repogym.task._environment import Limits
@@ -84,6 +85,7 @@ class ContainerRunner:
     set_env: Mapping[str, str] = field(default_factory=dict)
     output_cap: int = DEFAULT_OUTPUT_CAP
     scope: str = field(default_factory=lambda: uuid.uuid4().hex)  # one per runner
+    record: Mapping[str, Any] | None = None  # what the report says of the image
     _volumes: dict[Path, str] = field(default_factory=dict)
     _keepers: list[Keeper] = field(default_factory=list)
     _cpuset: str = ""
@@ -191,7 +193,7 @@ class ContainerRunner:
         return result
 
     def measured(self, command: str, what: str) -> str:
-        """``command`` run by :mod:`repogym.container.measure` as the container's first
+        """``command`` run by :mod:`repogym.run.container.measure` as the container's first
         process."""
         return _measure.measured(command, what)
 
@@ -299,7 +301,7 @@ class ContainerRunner:
         self, trees: list[Path], writes: set[Path]
     ) -> tuple[Early, Keeper, list[Path]] | None:
         """While the first keeper starts, the trees of a command that can run beside it
-        (see repogym.container.command): their volumes taken from it now, the one with files in
+        (see repogym.run.container.command): their volumes taken from it now, the one with files in
         it (at most one, written by the command, its pages a small part of the memory
         the command is charged for) to be unpacked by the command's container."""
         if self._held.is_set():

@@ -1,8 +1,8 @@
-"""The steps an agent takes in a :class:`repogym.env.RepoEnv`, and what it sees after each.
+"""The steps an agent takes in a :class:`repogym.env.episode.RepoEnv`, and what it sees after each.
 
 Each action is a frozen dataclass that checks its own fields when made (a wrong type is a
 TypeError naming the action and the field), so the environment only ever dispatches on a
-valid one. Apart from :mod:`repogym.env` because they are the episode's vocabulary, what
+valid one. Apart from :mod:`repogym.env.episode` because they are the episode's vocabulary, what
 an agent harness imports, while the environment is how they are carried out. The whole
 contract is in docs/env.md.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from repogym.runner import check_timeout
+from repogym.run.protocol import check_timeout
 
 __all__ = [
     "ACTIONS",
