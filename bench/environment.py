@@ -59,7 +59,7 @@ import repogym
 from repogym import grading
 from repogym._demo import EXAMPLES, build_example_repo
 from repogym.errors import EngineError
-from repogym.graders.perf import PerfGrader
+from repogym.graders.perf.grader import PerfGrader
 from repogym.run.container import command as _command
 from repogym.run.container.engine import connect
 from repogym.run.container.runner import ContainerRunner

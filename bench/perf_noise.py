@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import GIT_ENV
 
-from repogym.graders import perf_measure
-from repogym.graders.perf import PerfGrader
+from repogym.graders.perf import measure as perf_measure
+from repogym.graders.perf.grader import PerfGrader
 from repogym.run.host import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace

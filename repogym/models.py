@@ -10,7 +10,19 @@ from enum import Enum
 from typing import Any, Literal
 
 __all__ = [
+    "ALL_PASSED",
+    "BUILTINS",
+    "CONSTRAINTS",
+    "EXIT_WARNING",
     "MAX_FINDINGS",
+    "MAX_NAMED",
+    "OUTPUT_NOT_SHOWN",
+    "PERF",
+    "QUALITY",
+    "SOME_FAILED",
+    "TESTS",
+    "TEST_WHAT",
+    "Builtin",
     "CommandResult",
     "Finding",
     "GradeComponent",
@@ -189,6 +201,42 @@ class GradeResult:
             "components": [c.to_dict() for c in self.components],
             "files_changed": list(self.files_changed),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A built-in grader as the task, the graders and a redacted report know it."""
+
+    name: str  # its component's name, as `grading.weights` and `grading.roles` write it
+    key: str  # the section of the task file that configures it
+    runs_code: bool  # whether it runs the submission's code (then hidden tests hide its text)
+
+
+# The built-in graders in the spec's grading order: the one place their names are written.
+# Which of them a task runs, and with what role, is the task's rule
+# (repogym.task.BUILTIN_GRADERS); their classes are registered in repogym.graders.builtin.
+BUILTINS = (
+    Builtin("constraints", key="constraints", runs_code=False),
+    Builtin("tests", key="tests", runs_code=True),
+    Builtin("quality", key="constraints", runs_code=False),
+    Builtin("perf", key="perf", runs_code=True),
+)
+CONSTRAINTS, TESTS, QUALITY, PERF = (builtin.name for builtin in BUILTINS)
+
+# What the tests grader says, as a report redacted for hidden tests keeps it
+# (repogym.report.redact, which must not import the graders: the renderer's process
+# starts without them).
+MAX_NAMED = 20  # failing ids a message names; the rest are counted
+OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
+TEST_WHAT = {  # how a finding says what happened to a test that did not pass
+    "failed": "failed",
+    "error": "errored",
+    "skipped": "was skipped",
+    "missing": "is not in the report",
+}
+EXIT_WARNING = "warning: the test command exited with code {code} although {why}"
+ALL_PASSED = "every test in the report passed"
+SOME_FAILED = "the report has failures"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

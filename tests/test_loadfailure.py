@@ -4,7 +4,7 @@ the edges."""
 
 from __future__ import annotations
 
-from repogym._loadfailure import LoadFailure, load_failure
+from repogym.graders.tests.loadfailure import LoadFailure, load_failure
 
 PYTEST_IMPORT_ERROR = """\
 ==================================== ERRORS ====================================

@@ -102,7 +102,8 @@ def test_no_template_sees_the_runs_text(template: str) -> None:
 
 
 def test_the_sentences_are_the_graders() -> None:
-    from repogym.graders import _test_findings, tests
+    from repogym.graders.tests import findings as _test_findings
+    from repogym.graders.tests import grader as tests
     from repogym.junit import Outcome
     from repogym.report.redact import _WHAT, OUTPUT_NOT_SHOWN, PASSED
 

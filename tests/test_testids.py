@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym._loadfailure import LoadFailure, load_failure
+from repogym.graders.tests.loadfailure import LoadFailure, load_failure
 from repogym.junit import Case, Outcome, iter_cases, testids
 from repogym.junit.testids import TestResult, collect
 

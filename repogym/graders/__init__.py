@@ -3,9 +3,9 @@
 from repogym.graders.base import Grader
 from repogym.graders.composite import CompositeGrader
 from repogym.graders.constraints import ConstraintGrader
-from repogym.graders.perf import PerfGrader
+from repogym.graders.perf.grader import PerfGrader
 from repogym.graders.quality import QualityGrader
-from repogym.graders.tests import TestGrader
+from repogym.graders.tests.grader import TestGrader
 
 # Which built-in graders a task runs, and in what order, is repogym.task.BUILTIN_GRADERS.
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from repogym.graders.base import BuiltinGrader
 from repogym.graders.constraints import ConstraintGrader
-from repogym.graders.perf import PerfGrader
+from repogym.graders.perf.grader import PerfGrader
 from repogym.graders.quality import QualityGrader
-from repogym.graders.tests import TestGrader
+from repogym.graders.tests.grader import TestGrader
 
 BUILTIN: dict[str, type[BuiltinGrader]] = {
     grader.name: grader for grader in (ConstraintGrader, TestGrader, QualityGrader, PerfGrader)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from repogym import progress
 from repogym.errors import CommandNotFound, TaskError
-from repogym.graders._custom import load_custom_grader
 from repogym.graders.base import Grader
 from repogym.graders.builtin import builtin_grader
+from repogym.graders.custom import load_custom_grader
 from repogym.models import Finding, GradeComponent, GradeResult, Role
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any
 
 from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
-from repogym.models import Finding, GradeComponent, Role, capped_findings
+from repogym.models import CONSTRAINTS, Finding, GradeComponent, Role, capped_findings
 from repogym.task import TASK_FILE
 from repogym.tree.globs import compile_globs, matching
 from repogym.tree.links import SymlinkLoop, resolve_in_tree
@@ -40,7 +40,7 @@ class ConstraintGrader(BuiltinGrader):
     ``tests.hidden`` (as ``TestGrader(hidden=...)`` takes): the paths they are injected at
     are protected too."""
 
-    name = "constraints"
+    name = CONSTRAINTS
     role = Role.GATE
 
     def grade(self, workspace: Workspace) -> GradeComponent:

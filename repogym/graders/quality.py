@@ -13,7 +13,7 @@ from typing import Any
 from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
 from repogym.metrics import measure_source
-from repogym.models import Finding, GradeComponent, capped_findings
+from repogym.models import QUALITY, Finding, GradeComponent, capped_findings
 from repogym.tree.globs import compile_globs, matching
 from repogym.workspace import Workspace
 
@@ -27,7 +27,7 @@ _KEYS = {
 
 
 class QualityGrader(BuiltinGrader):
-    name = "quality"
+    name = QUALITY
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         c = workspace.task.constraints

@@ -44,7 +44,7 @@ class Case(NamedTuple):
     flaky: bool = False  # had flakyFailure/flakyError/rerunFailure/rerunError children
     message: str = ""  # for a failure, error or skip: its message, at most MAX_MESSAGE chars
     # Its own `line` attribute as written, unchecked: where the test is defined, counted
-    # from 0 by pytest and from 1 by xmlrunner (a finding's line: graders/_test_findings.py).
+    # from 0 by pytest and from 1 by xmlrunner (a finding's line: graders/tests/findings.py).
     line: str | None = None
 
 

@@ -79,7 +79,7 @@ class TestResult:
     message: str
     attempts: int  # how many attempts (reruns) the report had for this id
     # The `line` attribute the report gave the test, as a number (pytest counts from 0,
-    # xmlrunner from 1): where a finding points (graders/_test_findings.py).
+    # xmlrunner from 1): where a finding points (graders/tests/findings.py).
     line: int | None = None
 
 

@@ -25,6 +25,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from repogym._words import counted, shown_path
+from repogym.models import (
+    ALL_PASSED,
+    BUILTINS,
+    EXIT_WARNING,
+    MAX_NAMED,
+    OUTPUT_NOT_SHOWN,
+    PERF,
+    SOME_FAILED,
+    TEST_WHAT,
+    TESTS,
+)
 
 __all__ = [
     "BUILT_IN",
@@ -39,29 +50,20 @@ __all__ = [
 ]
 
 NOT_SHOWN = "not shown: hidden tests ran"
-# As repogym.graders.tests writes it (tests/test_published.py checks): not imported, so
-# that the renderer's process starts without the graders (repogym.report.render_process).
-OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
 PASSED = "passed"
 # The components whose text comes from the diff and the files, not from running them.
-RUN_NOTHING = frozenset({"constraints", "quality"})
-MAX_NAMED = 20  # public ids named per kind, as the tests grader names them
-# How a finding of the tests grader says what happened (repogym.graders._test_findings).
-_WHAT = {
-    "failed": "failed",
-    "error": "errored",
-    "skipped": "was skipped",
-    "missing": "is not in the report",
-}
+RUN_NOTHING = frozenset(builtin.name for builtin in BUILTINS if not builtin.runs_code)
+_WHAT = TEST_WHAT
 _KINDS = ("fail_to_pass", "pass_to_pass")
 NON_ZERO = "non-zero"  # an exit code as it is shown when hidden tests ran
 # The graders of repogym itself, whose details it writes; a custom grader's are its own.
-BUILT_IN = frozenset({"constraints", "tests", "quality", "perf"})
+BUILT_IN = frozenset(builtin.name for builtin in BUILTINS)
 _WARNING_CODE = re.compile(r"exited with code (?!0\b)-?\d+")
 # The tests grader's own warnings: a fixed sentence and an exit code.
 _WARNING = re.compile(
-    r"warning: the test command exited with code -?\d+ although (every test in the report "
-    r"passed|the report has failures)"
+    re.escape(EXIT_WARNING)
+    .replace(re.escape("{code}"), r"-?\d+")
+    .replace(re.escape("{why}"), f"({re.escape(ALL_PASSED)}|{re.escape(SOME_FAILED)})")
 )
 
 
@@ -109,7 +111,7 @@ def _component(component: Mapping[str, Any]) -> dict[str, Any]:
     shown["details"] = details
     messages = component.get("messages")
     findings = component.get("findings")
-    if name == "tests":
+    if name == TESTS:
         shown["messages"] = _test_messages(component, details)
         if isinstance(findings, list):
             shown["findings"] = [_test_finding(f, details) for f in findings]
@@ -224,7 +226,7 @@ def _numbers(name: object, details: Mapping[str, Any]) -> list[str]:
     """What of a component's messages is numbers only: perf's speed-up, and the interval
     of its pairs (issue 24)."""
     speedup = details.get("speedup")
-    if name != "perf" or not _number(speedup):
+    if name != PERF or not _number(speedup):
         return []
     said = [f"speed-up {speedup:.2f}×"]
     found = details.get("interval")

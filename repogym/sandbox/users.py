@@ -323,7 +323,7 @@ def _lock_directory() -> int:
 def private_directory(name: str) -> Path:
     """A directory ``name`` of root's, mode 0700, in the slot locks' directory (checked
     as it is): where what the grading processes of this machine share lies out of every
-    command's reach (repogym.graders.machine_cache)."""
+    command's reach (repogym.graders.tests.machine_cache)."""
     fd = _lock_directory()
     try:
         with contextlib.suppress(FileExistsError):

@@ -1,5 +1,5 @@
 """Whether a task's command starts a Python test runner, which the grader starts its own
-way (issue 44: :mod:`repogym.graders._pytest_start`, :mod:`repogym.graders._python_start`)
+way (issue 44: :mod:`repogym.graders.tests.pytest_start`, :mod:`repogym.graders.tests.python_start`)
 and whose command the task's checks hold to that (:mod:`repogym.task._checks`)."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from repogym.junit.testids import escape_controls, file_of
-from repogym.models import Role
+from repogym.models import BUILTINS, CONSTRAINTS, PERF, QUALITY, TESTS, Role
 from repogym.task._environment import EnvironmentConfig, Limits
 from repogym.task._errors import UNION_TAGS
 from repogym.task._perf import PerfConfig
@@ -382,17 +382,16 @@ class BuiltinRule:
     role: Callable[[Task], Role]
 
 
-# The built-in graders in the spec's grading order, each with its rule: the one place
-# that order is written. Their classes are registered by these names in
+# The built-in graders (repogym.models.BUILTINS, in the spec's grading order), each with
+# the rule of when a task runs it. Their classes are registered by these names in
 # repogym.graders.builtin, which the task cannot import (the graders import the task).
 BUILTIN_GRADERS: dict[str, BuiltinRule] = {
-    "constraints": BuiltinRule(runs=lambda task: True, role=lambda task: Role.GATE),
-    "tests": BuiltinRule(
-        runs=lambda task: task.tests is not None, role=lambda task: task.tests_role
-    ),
-    "quality": BuiltinRule(
+    CONSTRAINTS: BuiltinRule(runs=lambda task: True, role=lambda task: Role.GATE),
+    TESTS: BuiltinRule(runs=lambda task: task.tests is not None, role=lambda task: task.tests_role),
+    QUALITY: BuiltinRule(
         runs=lambda task: task.constraints.has_quality_limits(),
         role=lambda task: task.quality_role,
     ),
-    "perf": BuiltinRule(runs=lambda task: task.perf is not None, role=lambda task: Role.OBJECTIVE),
+    PERF: BuiltinRule(runs=lambda task: task.perf is not None, role=lambda task: Role.OBJECTIVE),
 }
+assert tuple(BUILTIN_GRADERS) == tuple(builtin.name for builtin in BUILTINS)  # one order

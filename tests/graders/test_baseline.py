@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 import repogym
-from repogym.graders import TestGrader, _base_tests
+from repogym.graders import TestGrader
+from repogym.graders.tests import base_runs as _base_tests
 from repogym.models import Role
 from repogym.report.build import report_dict
 from repogym.report.render import render

@@ -20,7 +20,7 @@ import pytest
 from repogym import grade
 from repogym.graders import CompositeGrader, PerfGrader
 from repogym.graders.builtin import builtin_grader
-from repogym.graders.perf import perf_score
+from repogym.graders.perf.grader import perf_score
 from repogym.models import Finding, GradeComponent, Role
 from repogym.task import BUILTIN_GRADERS, parse_task
 from repogym.workspace import Workspace

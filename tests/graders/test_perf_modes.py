@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from repogym.graders import perf, perf_measure
-from repogym.graders.perf_report import PerfFailure
+from repogym.graders.perf import grader as perf
+from repogym.graders.perf import measure as perf_measure
+from repogym.graders.perf.report import PerfFailure
 from repogym.models import CommandResult
 from repogym.sandbox import measure_tree as _measure_tree
 from tests.perfmodes import perf_component, perf_repo

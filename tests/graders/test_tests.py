@@ -228,9 +228,9 @@ def _empty_repo() -> Path:
 
 
 def table(f2p: dict[str, Outcome], p2p: dict[str, Outcome], **options: bool) -> GradeComponent:
-    from repogym.graders._runfiles import RunFiles
-    from repogym.graders._test_outcome import TestsOutcome
-    from repogym.graders.tests import _component
+    from repogym.graders.tests.grader import _component
+    from repogym.graders.tests.outcome import TestsOutcome
+    from repogym.graders.tests.runfiles import RunFiles
 
     kind = "bugfix" if f2p else "refactor"  # a refactor's objective is the quality limit
     lines = ["version: 1", f"type: {kind}", "tests:", "  command: x {junit}"]

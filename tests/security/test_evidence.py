@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from repogym.graders.tests import OUTPUT_NOT_SHOWN
+from repogym.graders.tests.grader import OUTPUT_NOT_SHOWN
 from tests.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family={family} --junitxml={{junit}}"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.graders import perf_measure
+from repogym.graders.perf import measure as perf_measure
 from repogym.run.host import Runner
 from tests.security._harness import Case
 from tests.security._perf import SMALL_PERF

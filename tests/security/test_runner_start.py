@@ -2,7 +2,7 @@
 (issue 44): attacks that no list of file names can stop, graded end to end.
 
 Each is graded against the loose examples/bugfix (any file but the tests may change), so
-that what stops it is the guard pytest is started with (repogym/graders/_pytest_guard.py)
+that what stops it is the guard pytest is started with (repogym/graders/tests/pytest_guard.py)
 or the check after `setup`, not a constraint on the diff.
 """
 

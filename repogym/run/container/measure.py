@@ -4,7 +4,7 @@ process in it (CPU time, memory peak), and process 1 kills the rest (``kill -9 -
 before it reads them; instructions come from Callgrind in the image (a container gets no
 hardware counters), so the image must have ``valgrind``. It prints its figures as the
 last line of stdout, as the host's (:mod:`repogym.sandbox.measure_tree`) does, for
-:func:`repogym.graders.perf_measure.taken` to read.
+:func:`repogym.graders.perf.measure.taken` to read.
 
 Process 1 of a container ignores every signal it has no handler for, and the shell runs
 from an execute-only copy, which the kernel does not let the same user trace or read, so

@@ -1,15 +1,15 @@
 """What one run of a task's tests came to, as the TestGrader reads it: each task id's
 outcome, those that count against the score, which ids are hidden tests' and which of the
 report's a message may name. The grade's score, details, messages and findings are read
-from this one value (repogym.graders.tests, _test_hints, _test_findings)."""
+from this one value (repogym.graders.tests.grader, _test_hints, _test_findings)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from repogym.graders._runfiles import RunFiles
-from repogym.graders._versus_base import AgainstBase
+from repogym.graders.tests.runfiles import RunFiles
+from repogym.graders.tests.versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, file_of
 from repogym.models import CommandResult, Role

@@ -1,11 +1,11 @@
 """A run of a task's tests in a fresh copy of one side's tree (issue 22).
 
 A run is the spec's steps 1 to 4 ("TestGrader"): the copy written from the snapshot with
-what must be the base's in it (:mod:`repogym.graders._runfiles`, for the :class:`Sides`
+what must be the base's in it (:mod:`repogym.graders.tests.runfiles`, for the :class:`Sides`
 asked for), ``setup`` run in it (and checked not to have written what must be the
 grader's: issue 44), the hidden tests put in, ``tests.command`` run with ``{junit}``
 pointing outside the copy (pytest started with the base's configuration:
-:mod:`repogym.graders._pytest_start`), the report read; the copy is then removed.
+:mod:`repogym.graders.tests.pytest_start`), the report read; the copy is then removed.
 ``times`` runs the command again in the same copy after one ``setup``, each with a report
 of its own: how the base's runs tell a flaky test.
 """
@@ -19,8 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.errors import JUnitError
-from repogym.graders import _pytest_start, _python_start, _runfiles
-from repogym.graders._runfiles import GRADED, RunFiles, Sides
+from repogym.graders.tests import pytest_start as _pytest_start
+from repogym.graders.tests import python_start as _python_start
+from repogym.graders.tests import runfiles as _runfiles
+from repogym.graders.tests.runfiles import GRADED, RunFiles, Sides
 from repogym.junit import Outcome, iter_cases
 from repogym.junit.testids import TestResult, collect
 from repogym.models import CommandResult

@@ -16,9 +16,9 @@ fails one run in ten still slips through three. ``added`` alone needs the ids, n
 outcomes: one run.
 
 **Once per machine** for a given base tip, task, hidden tests and environment where no
-command runs as the grader's user (:mod:`repogym.graders.machine_cache`), else once per process
-(:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades of one base, on
-any of its workers, reuse it. Runs that came to no results
+command runs as the grader's user (:mod:`repogym.graders.tests.machine_cache`), else once
+per process (:mod:`repogym.tree.baselines`): RepoEnv's episodes and a batch's grades of
+one base, on any of its workers, reuse it. Runs that came to no results
 (a timeout, a failed setup) are not kept: the next grade runs the base again.
 
 **Before the submission's runs, never beside them**: the submission's code must not be
@@ -31,9 +31,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from repogym.graders._runfiles import Sides, dependencies_state
-from repogym.graders._test_run import Hidden, TestRun, run_tests
-from repogym.graders.machine_cache import node_shared
+from repogym.graders.tests.machine_cache import node_shared
+from repogym.graders.tests.run import Hidden, TestRun, run_tests
+from repogym.graders.tests.runfiles import Sides, dependencies_state
 from repogym.junit import Outcome
 from repogym.run.protocol import CommandRunner
 from repogym.task import TestsConfig

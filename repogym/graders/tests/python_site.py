@@ -5,7 +5,7 @@ starts the interpreter, before the runner imports anything, and has no import of
 repogym's.
 
 The directory holding both is all of ``PYTHONPATH`` as Python starts
-(:mod:`repogym.graders._python_start`): the task's value, or the image's, is not on
+(:mod:`repogym.graders.tests.python_start`): the task's value, or the image's, is not on
 ``sys.path`` while ``site`` runs the ``import`` lines of the environment's ``.pth`` files
 (setuptools' ``_distutils_hack``), and ``python -m`` adds the invocation directory only
 after ``site``. The task's value is in ``$REPOGYM_TASK_PYTHONPATH`` (unset where the task
@@ -23,7 +23,7 @@ has none). This module:
   the run's HOME);
 - reads and writes bytecode in a fresh directory of its own (``sys.pycache_prefix``), not
   in the tree's ``__pycache__``;
-- for pytest, imports the grader's guard plugin now (:mod:`repogym.graders._pytest_guard`),
+- for pytest, imports the grader's guard plugin now (:mod:`repogym.graders.tests.pytest_guard`),
   from this directory, before pytest reads a configuration that puts the tree first on
   ``sys.path``; the guard gives the environment and the tree's entries back once it has
   checked what pytest read (:func:`give_back`, :func:`restore`). Until then the

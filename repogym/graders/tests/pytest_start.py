@@ -1,6 +1,6 @@
 """How the grader starts pytest (issue 44): with the base's configuration named, not found.
 
-A list of the file names pytest reads (:data:`repogym.graders._runfiles.RUNNER_FILES`)
+A list of the file names pytest reads (:data:`repogym.graders.tests.runfiles.RUNNER_FILES`)
 holds only the names someone thought of: pytest 9 reads ``pytest.toml`` first, finds
 plugins through any ``*.dist-info`` on ``sys.path`` whatever its case, and imports
 packages at start-up (``pygments``; ``org.python.core`` through ``copy``) from wherever
@@ -15,7 +15,7 @@ file name matters:
   that the grader did not write, in the tree or above it;
 - ``PYTHONSAFEPATH=1``: the tree is not on ``sys.path`` while the runner starts, so
   nothing it imports then is the tree's, and no distribution of the tree's is seen;
-- ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and the guard (:mod:`repogym.graders._pytest_guard`)
+- ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and the guard (:mod:`repogym.graders.tests.pytest_guard`)
   by ``-p``: it loads the plugins the base's configuration requires (``required_plugins``)
   by name, checks that the configuration, every ``conftest.py`` and every test module
   pytest imports are the files the grader wrote (a ``setup`` or the run itself that
@@ -24,7 +24,7 @@ file name matters:
 
 The variables are set by a few lines of shell before the command, so that the image's
 own values are kept after the guard's and given back to the processes the tests start.
-``PYTHONPATH`` is :mod:`repogym.graders._python_start`'s: the tree's entries of it (a
+``PYTHONPATH`` is :mod:`repogym.graders.tests.python_start`'s: the tree's entries of it (a
 ``PYTHONPATH=src`` of the task's) are off ``sys.path`` until the guard is done.
 """
 
@@ -36,10 +36,10 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from repogym.graders import _python_start
+from repogym.graders.tests import python_start as _python_start
 
 GUARD = "repogym_pytest_guard"
-_GUARD_SOURCE = Path(__file__).with_name("_pytest_guard.py")
+_GUARD_SOURCE = Path(__file__).with_name("pytest_guard.py")
 # pytest 9's order: the first of these at a directory that configures pytest is read.
 CONFIG_ORDER = (
     "pytest.toml",
@@ -68,7 +68,7 @@ def prepare(
     object_format: str = "sha1",
 ) -> tuple[Path, str]:
     """The directory the command must read (the start-up modules of
-    :mod:`repogym.graders._python_start`, the guard and its manifest, written there) and
+    :mod:`repogym.graders.tests.python_start`, the guard and its manifest, written there) and
     the command to run instead of ``command``: the variables set, then ``command``
     (``written``: the run's files by path and git blob id; ``config``: the base's
     configuration file at the top of the tree; ``plugins``: its required plugins). The

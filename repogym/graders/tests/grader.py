@@ -4,7 +4,7 @@ The four steps the spec lists ("TestGrader"), on a fresh copy of the submission 
 than in its work tree (issue 9):
 
 1. restore to the base every file a test id names, and the runner's configuration
-   wherever it is (see repogym.graders._runfiles), so a submission cannot rewrite the
+   wherever it is (see repogym.graders.tests.runfiles), so a submission cannot rewrite the
    tests or their outcomes. The base is the commit the task was read at (the base
    branch's tip), not the merge base (issue 19): when the tests fail and the base changed
    them since the merge base, the messages name those files and say to bring the pull
@@ -25,15 +25,26 @@ from pathlib import Path
 from typing import Any
 
 from repogym._words import counted
-from repogym.graders import _test_findings, _test_hints
-from repogym.graders._base_tests import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
-from repogym.graders._test_outcome import FAILURES, TestsOutcome
-from repogym.graders._test_run import Hidden, TestRun, run_tests
-from repogym.graders._versus_base import AgainstBase
 from repogym.graders.base import BuiltinGrader
+from repogym.graders.tests import findings as _test_findings
+from repogym.graders.tests import hints as _test_hints
+from repogym.graders.tests.base_runs import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
+from repogym.graders.tests.outcome import FAILURES, TestsOutcome
+from repogym.graders.tests.run import Hidden, TestRun, run_tests
+from repogym.graders.tests.versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
-from repogym.models import CommandResult, Finding, GradeComponent
+from repogym.models import (
+    ALL_PASSED,
+    EXIT_WARNING,
+    MAX_NAMED,
+    OUTPUT_NOT_SHOWN,
+    SOME_FAILED,
+    TESTS,
+    CommandResult,
+    Finding,
+    GradeComponent,
+)
 from repogym.run.protocol import CommandRunner
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
@@ -42,8 +53,6 @@ from repogym.workspace import Workspace, files_under
 
 # What reports show in place of the output when hidden tests ran: it would show their
 # names and code (issue 9).
-OUTPUT_NOT_SHOWN = "output not shown: hidden tests ran"
-MAX_NAMED = _test_hints.MAX_NAMED  # failing ids named in messages; the rest are counted
 
 
 class TestGrader(BuiltinGrader):
@@ -51,7 +60,7 @@ class TestGrader(BuiltinGrader):
     are targets, a gate otherwise). ``hidden`` overrides ``tests.hidden`` with a
     directory from elsewhere; ``runner`` runs the commands."""
 
-    name = "tests"
+    name = TESTS
     __test__ = False  # not a pytest test class, despite the name
 
     def grade(self, workspace: Workspace) -> GradeComponent:
@@ -290,12 +299,9 @@ def _exit_code_warnings(run: CommandResult | None, results: Mapping[str, TestRes
     all_passed = bool(results) and all(r.outcome is Outcome.PASSED for r in results.values())
     any_failed = any(r.outcome in FAILURES for r in results.values())
     if run.exit_code not in (0, None) and all_passed:
-        return [
-            f"warning: the test command exited with code {run.exit_code} although every "
-            "test in the report passed"
-        ]
+        return [EXIT_WARNING.format(code=run.exit_code, why=ALL_PASSED)]
     if run.exit_code == 0 and any_failed:
-        return ["warning: the test command exited with code 0 although the report has failures"]
+        return [EXIT_WARNING.format(code=0, why=SOME_FAILED)]
     return []
 
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from repogym.graders._pytest_start import CONFIG_ORDER
-from repogym.graders._runner_config import (
+from repogym.graders.tests.pytest_start import CONFIG_ORDER
+from repogym.graders.tests.runner_config import (
     PytestConfig,
     config_keys,
     merge_config_keys,

@@ -1,12 +1,12 @@
 """The grader's plugin in every pytest run it starts (issue 44), copied next to the run's
 report as ``repogym_pytest_guard.py``, imported by the grader's ``sitecustomize``
-(:mod:`repogym.graders._python_site`) before pytest starts, and registered by ``-p``: it
+(:mod:`repogym.graders.tests.python_site`) before pytest starts, and registered by ``-p``: it
 has no import of repogym's, and runs on the Python of the task's environment (3.8 and
 later) and on pytest 7 and later.
 
 The grader starts pytest with the tree off ``sys.path`` (``PYTHONSAFEPATH``, and the
 tree's entries of ``PYTHONPATH`` deferred), plugin autoload off
-(:mod:`repogym.graders._pytest_start`). What the module then holds the runner to, from
+(:mod:`repogym.graders.tests.pytest_start`). What the module then holds the runner to, from
 ``$REPOGYM_PYTEST_MANIFEST`` (the files the grader wrote into the run, by path and git
 blob id):
 

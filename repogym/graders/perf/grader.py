@@ -40,11 +40,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.errors import CommandNotFound
-from repogym.graders import perf_measure
 from repogym.graders.base import BuiltinGrader
-from repogym.graders.perf_report import SIDES, Runs, Side, component, perf_score
-from repogym.graders.perf_report import PerfFailure as _Failure
-from repogym.models import CommandResult, GradeComponent
+from repogym.graders.perf import measure as perf_measure
+from repogym.graders.perf.report import SIDES, Runs, Side, component, perf_score
+from repogym.graders.perf.report import PerfFailure as _Failure
+from repogym.models import PERF, CommandResult, GradeComponent
 from repogym.run.protocol import CommandRunner
 from repogym.sandbox import scratch as _scratch
 from repogym.task import PerfConfig
@@ -69,7 +69,7 @@ class PerfGrader(BuiltinGrader):
     """Scores how much faster the submission runs ``perf.command`` than the baseline (an
     objective); ``runner`` runs the commands."""
 
-    name = "perf"
+    name = PERF
 
     def grade(self, workspace: Workspace) -> GradeComponent:
         config = workspace.task.perf

@@ -8,13 +8,12 @@ import difflib
 import heapq
 from collections.abc import Callable
 
-from repogym._loadfailure import load_failure
-from repogym.graders._test_outcome import FAILURES, TestsOutcome
+from repogym.graders.tests.loadfailure import load_failure
+from repogym.graders.tests.outcome import FAILURES, TestsOutcome
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
-from repogym.models import CommandResult
+from repogym.models import MAX_NAMED, CommandResult
 
-MAX_NAMED = 20  # failing ids named in messages; the rest are counted
 MAX_COMPARED = 1_000  # report ids compared with one missing id in each step of the search
 
 

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from repogym.graders.perf_stats import Interval, far_runs, interval, slow_first
+from repogym.graders.perf.stats import Interval, far_runs, interval, slow_first
 from repogym.models import CommandResult, Finding, GradeComponent
 from repogym.task import PerfConfig
 

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from repogym._words import counted
-from repogym.graders._base_tests import BaseRuns
-from repogym.graders._test_run import TestRun
+from repogym.graders.tests.base_runs import BaseRuns
+from repogym.graders.tests.run import TestRun
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
+from repogym.models import MAX_NAMED
 from repogym.task import TestsConfig
 from repogym.tree.globs import compile_globs
 
@@ -38,7 +39,6 @@ REGRESSION_KINDS = {
     Outcome.SKIPPED: "newly_skipped",
 }
 _PROVEN = frozenset({Outcome.FAILED, Outcome.ERROR})  # at the base
-MAX_NAMED = 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

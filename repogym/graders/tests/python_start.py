@@ -5,7 +5,7 @@ A runner imports modules as it starts (``copy``, which tries ``org.python.core``
 ``pygments``), and whatever ``sys.path`` then holds first is what it gets: with the task's
 ``PYTHONPATH=src`` or an image's ``ENV PYTHONPATH``, a package of the submission's there
 would take the runner over before a test ran. So the grader writes a ``sitecustomize.py``
-(and :mod:`repogym.graders._python_site` beside it as ``repogym_python_start.py``) into a
+(and :mod:`repogym.graders.tests.python_site` beside it as ``repogym_python_start.py``) into a
 directory of the run's and makes that directory all of ``PYTHONPATH`` (the value before
 kept in ``REPOGYM_TASK_PYTHONPATH``); ``site`` imports it before the runner imports
 anything, and the ``.pth`` files ``site`` reads first see none of the tree. It lays
@@ -22,7 +22,7 @@ task's value, and the start-up module reads it from there. The log and the resul
 the command as the task wrote it.
 
 Other runners (and a command that reaches Python another way, such as ``tox`` or a
-script) keep the list of restored files (:data:`repogym.graders._runfiles.RUNNER_FILES`).
+script) keep the list of restored files (:data:`repogym.graders.tests.runfiles.RUNNER_FILES`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import shlex
 from pathlib import Path
 
 SITE_MODULE = "repogym_python_start"
-_SITE_SOURCE = Path(__file__).with_name("_python_site.py")
+_SITE_SOURCE = Path(__file__).with_name("python_site.py")
 # The variable, wherever the command names it (`PYTHONPATH=src cmd`, `export PYTHONPATH`,
 # `$PYTHONPATH`, `${PYTHONPATH:-}`), but not as part of a longer name.
 _MENTIONS = re.compile(r"(?<![\w])PYTHONPATH(?![\w])")

@@ -15,19 +15,14 @@ from pathlib import PurePosixPath
 from repogym import _words as words
 from repogym._words import shown_path
 from repogym.errors import WorkspaceError
-from repogym.graders._test_outcome import TestsOutcome
+from repogym.graders.tests.outcome import TestsOutcome
 from repogym.junit import Outcome
 from repogym.junit.testids import NOT_COUNTED, TestResult
-from repogym.models import Finding, capped_findings
+from repogym.models import TEST_WHAT, Finding, capped_findings
 from repogym.workspace import Workspace
 
 # How a finding says what happened to a test that did not pass.
-_WHAT = {
-    Outcome.FAILED: "failed",
-    Outcome.ERROR: "errored",
-    Outcome.SKIPPED: "was skipped",
-    Outcome.MISSING: "is not in the report",
-}
+_WHAT = {Outcome(outcome): said for outcome, said in TEST_WHAT.items()}
 
 
 def findings(outcome: TestsOutcome, workspace: Workspace) -> tuple[Finding, ...]:
