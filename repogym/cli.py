@@ -23,7 +23,6 @@ from typing import Any, NamedTuple, NoReturn
 
 from repogym import __version__
 from repogym._demo import run_demo
-from repogym._words import counted
 from repogym.batch import command as _batch
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
@@ -38,6 +37,7 @@ from repogym.sandbox.process import (
     lenient_streams,
     signals_interrupt,
 )
+from repogym.shown import counted
 from repogym.tree import git as _git
 from repogym.validate import validate
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repogym._words import counted
 from repogym.errors import CommandNotFound, RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
 from repogym.grading import grade
 from repogym.junit.testids import escape_controls, file_of
 from repogym.models import GradeResult, Role, format_score
+from repogym.shown import counted
 from repogym.task import Task, TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.clones import clone_at

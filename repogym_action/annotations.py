@@ -11,7 +11,7 @@ finding without a path stays in the summary only.
 A file name that is not UTF-8 comes from git as bytes, read with ``surrogateescape``: its
 undecodable bytes are lone surrogates, which are no Unicode and which GitHub's JSON cannot
 carry (issue 19). In a title or a message such a byte is shown ``\xe9``, as the reports
-show it (:func:`repogym.report.build.show_undecodable`). An annotation on such a file is left
+show it (:func:`repogym.shown.show_undecodable`). An annotation on such a file is left
 out, its finding kept in the summary and the comment: the API names a file by its path
 in UTF-8, so an escaped path would name another file, or none.
 """
@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from repogym.report.build import show_undecodable
+from repogym.shown import show_undecodable
 
 MAX_TITLE = 255  # characters
 MAX_MESSAGE = 64 * 1024  # bytes

@@ -42,6 +42,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from repogym.shown import show_undecodable
+
 __all__ = [
     "SUMMARY_LIMIT",
     "Commands",
@@ -64,26 +66,12 @@ _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 _COMMAND_START = re.compile(r"^(\s*)::")
 
 
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def _show_undecodable(text: str) -> str:
-    """As :func:`repogym.report.build.show_undecodable`, which imports the engine (a tenth of a
-    second before the first line of the log, bench/image.py)."""
-    return _SURROGATE.sub(_escape_surrogate, text)
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
-
-
 def inert(text: str) -> str:
     """``text`` with no line the runner reads as a workflow command, in the ``::`` syntax
     (at a line's start) or the old ``##[`` one (anywhere): a zero-width space inside
     each, which a reader of the log does not see; an undecodable byte shown ``\xe9``.
     Line breaks are kept."""
-    parts = _LINE_BREAK.split(_show_undecodable(text).replace("##[", f"##{_ZWSP}["))
+    parts = _LINE_BREAK.split(show_undecodable(text).replace("##[", f"##{_ZWSP}["))
     return "".join(
         part if index % 2 else _COMMAND_START.sub(rf"\1{_ZWSP}::", part)
         for index, part in enumerate(parts)
@@ -236,7 +224,7 @@ class Commands:
         (an undecodable byte shown ``\xe9``, as everywhere)."""
         if not text:
             return
-        text = _show_undecodable(text)
+        text = show_undecodable(text)
         token = _token()
         while token in text:
             token = _token()

@@ -12,6 +12,8 @@ import os
 import stat
 from pathlib import Path
 
+from repogym.shown import show_undecodable
+
 # What each mode of a tree entry is checked out as (a submodule: an empty directory).
 _KINDS = {"100644": "file", "100755": "file", "120000": "symlink", "160000": "directory"}
 
@@ -28,22 +30,18 @@ def unlike_its_tree(listing: bytes, into: Path, stderr: str) -> str | None:
             mode = os.lstat(into / path).st_mode
         except OSError as error:
             return (
-                f"{_shown(path)}: in the head commit, not in the work tree git checked out "
-                f"({_unwritable(path, error, stderr)}); it cannot be graded: rename it "
-                "in the pull request"
+                f"{show_undecodable(path)}: in the head commit, not in the work tree git "
+                f"checked out ({_unwritable(path, error, stderr)}); it cannot be graded: "
+                "rename it in the pull request"
             )
         found = _kind(mode)
         if found != wanted:
             return (
-                f"{_shown(path)}: a {wanted} in the head commit, a {found} in the work tree git "
-                "checked out; it cannot be graded as committed: rename it in the pull request"
+                f"{show_undecodable(path)}: a {wanted} in the head commit, a {found} in the work "
+                "tree git checked out; it cannot be graded as committed: rename it in the pull "
+                "request"
             )
     return None
-
-
-def _shown(path: str) -> str:
-    """``path`` printable: an undecodable byte of its name as a ``\\xff`` escape."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _kind(mode: int) -> str:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from repogym._words import counted
 from repogym.env.actions import (
     ACTIONS,
     Action,
@@ -36,6 +35,7 @@ from repogym.models import CommandResult, GradeComponent, GradeResult
 from repogym.run import choose as _choose
 from repogym.run.protocol import AgentRunner
 from repogym.sandbox import scratch
+from repogym.shown import counted
 from repogym.task import TaskSource, load_task
 from repogym.tree import git as _git
 from repogym.tree.atomic import write_atomic

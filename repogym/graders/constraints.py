@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
 from repogym.models import CONSTRAINTS, Finding, GradeComponent, Role, capped_findings
+from repogym.shown import counted, shown_path
 from repogym.task import TASK_FILE
 from repogym.tree.globs import compile_globs, matching
 from repogym.tree.links import SymlinkLoop, resolve_in_tree

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from repogym._words import counted, shown_path
 from repogym.graders.base import BuiltinGrader
 from repogym.metrics import measure_source
 from repogym.models import QUALITY, Finding, GradeComponent, capped_findings
+from repogym.shown import counted, shown_path
 from repogym.tree.globs import compile_globs, matching
 from repogym.workspace import Workspace
 

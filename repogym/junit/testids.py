@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 
 from repogym.junit.naming import FILE_NOT_RUN, Namer, exists_in
 from repogym.junit.reader import Case, Outcome
+from repogym.shown import escape
 
 # Worst first within one attempt (issue 3): a call that failed and a teardown that
 # errored make an ERROR. MISSING never comes from a report.
@@ -65,7 +66,6 @@ SOURCE_SUFFIXES = frozenset(
      ".zig", ".cr", ".sh", ".bash", ".zsh", ".bats", ".ps1", ".feature", ".robot"}
 )  # fmt: skip
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +116,7 @@ def escape_controls(text: str) -> str:
     """``text`` with each control character written as Python writes it (``\\t``,
     ``\\x1b``), so that an id holding one (a YAML ``"\\t"`` that became a TAB) can be
     seen in a message and compared with the report's ids."""
-    return _CONTROL.sub(lambda found: _ESCAPES.get(found[0], f"\\x{ord(found[0]):02x}"), text)
+    return _CONTROL.sub(lambda found: escape(found[0], python=True), text)
 
 
 def collect(

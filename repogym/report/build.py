@@ -14,6 +14,7 @@ from repogym._version import version
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
 from repogym.report.schema import BUILT, LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
+from repogym.shown import show_undecodable
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -22,7 +23,6 @@ __all__ = [
     "error_report",
     "report_dict",
     "report_model",
-    "show_undecodable",
     "text_table",
     "to_json",
     "user_error_report",
@@ -139,18 +139,3 @@ def text_table(result: GradeResult) -> str:
         lines.append(f"not passed: {', '.join(failed)} failed")
     lines.append(result.summary())
     return show_undecodable("\n".join(lines) + "\n")
-
-
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def show_undecodable(text: str) -> str:
-    """``text`` with every undecodable byte of a file name, which git's names decoded with
-    ``surrogateescape`` hold as a lone surrogate, written as a ``\\xff`` escape, so
-    that the text can be encoded as UTF-8."""
-    return _SURROGATE.sub(_escape_surrogate, text)
-
-
-def _escape_surrogate(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"

@@ -24,7 +24,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from repogym._words import counted, shown_path
 from repogym.models import (
     ALL_PASSED,
     BUILTINS,
@@ -36,6 +35,7 @@ from repogym.models import (
     TEST_WHAT,
     TESTS,
 )
+from repogym.shown import counted, shown_path
 
 __all__ = [
     "BUILT_IN",

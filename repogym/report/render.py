@@ -32,6 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from repogym.errors import UsageError
 from repogym.report.redact import published
 from repogym.report.schema import template_view
+from repogym.shown import escape
 
 __all__ = [
     "DETAILS",
@@ -283,7 +284,7 @@ def _md_token(match: re.Match[str]) -> str:
         return token + _ZWSP
     if kind == "sha":
         return _ZWSP.join(token[at : at + _SHA_KEPT] for at in range(0, len(token), _SHA_KEPT))
-    return _visible(token).replace("\\", "&#92;")
+    return escape(token).replace("\\", "&#92;")
 
 
 def code(value: object, limit: int | None = None) -> str:
@@ -337,18 +338,7 @@ def _literal(text: str) -> str:
     """``text`` for a code span or block: control characters shown as escapes, and a
     zero-width space inside every ``<!--``, which nothing can escape in code, so that
     the raw text of a comment holds no HTML comment but the marker the Action writes."""
-    return _CONTROL.sub(lambda m: _visible(m.group()), text).replace("<!--", "<\u200b!--")
-
-
-def _visible(char: str) -> str:
-    """``\\x1b``, ``\\u202e``, or ``\\xff`` for the surrogate that stands for byte 0xff
-    (as repogym.report.build writes undecodable bytes)."""
-    point = ord(char)
-    if point < 0x100:
-        return f"\\x{point:02x}"
-    if 0xDC80 <= point <= 0xDCFF:
-        return f"\\x{point - 0xDC00:02x}"
-    return f"\\u{point:04x}"
+    return _CONTROL.sub(lambda m: escape(m.group()), text).replace("<!--", "<\u200b!--")
 
 
 def _cut(text: str, limit: int | None) -> tuple[str, int]:

@@ -33,6 +33,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError, core_schema
 
 from repogym.errors import UsageError
 from repogym.models import Level, Role
+from repogym.shown import show_undecodable
 
 __all__ = [
     "BUILT",
@@ -292,9 +293,9 @@ def _as_json(value: Any) -> Any:
     surrogates that stand for a file name's undecodable bytes as the text ``\\xff``, as
     the templates' filters show them (a string of the schema is text)."""
     if isinstance(value, str):
-        return _text(value)
+        return show_undecodable(value)
     if isinstance(value, Mapping):
-        return {_text(str(key)): _as_json(item) for key, item in value.items()}
+        return {show_undecodable(str(key)): _as_json(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_as_json(item) for item in value]
     if value is None or isinstance(value, bool | int | float):
@@ -356,17 +357,6 @@ def shown(value: object) -> str:
         return "a list"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _text(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        try:  # the bytes os.fsdecode could not decode, each as \xNN
-            return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate that stands for no byte
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from repogym.report.build import show_undecodable
+from repogym.shown import show_undecodable
 from repogym_action import commands
 from repogym_action.commands import (
     SUMMARY_LIMIT,

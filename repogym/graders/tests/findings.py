@@ -12,13 +12,13 @@ import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
-from repogym import _words as words
-from repogym._words import shown_path
+from repogym import shown as words
 from repogym.errors import WorkspaceError
 from repogym.graders.tests.outcome import TestsOutcome
 from repogym.junit import Outcome
 from repogym.junit.testids import NOT_COUNTED, TestResult
 from repogym.models import TEST_WHAT, Finding, capped_findings
+from repogym.shown import shown_path
 from repogym.workspace import Workspace
 
 # How a finding says what happened to a test that did not pass.

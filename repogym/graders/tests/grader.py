@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repogym._words import counted
 from repogym.graders.base import BuiltinGrader
 from repogym.graders.tests import findings as _test_findings
 from repogym.graders.tests import hints as _test_hints
@@ -46,6 +45,7 @@ from repogym.models import (
     GradeComponent,
 )
 from repogym.run.protocol import CommandRunner
+from repogym.shown import counted
 from repogym.task import TestsConfig
 from repogym.tree import git as _git
 from repogym.tree.globs import compile_globs, matching

@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from repogym._words import counted
 from repogym.graders.tests.base_runs import BaseRuns
 from repogym.graders.tests.run import TestRun
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.models import MAX_NAMED
+from repogym.shown import counted
 from repogym.task import TestsConfig
 from repogym.tree.globs import compile_globs
 
