@@ -141,7 +141,7 @@ def _quick_ids(repo: Path) -> list[str]:
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/test_task.py",
+            "tests/task/test_task.py",
             "tests/test_models.py",
         ],
         cwd=repo,

@@ -41,7 +41,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from _common import best_of
 
 from repogym.metrics import measure_source
-from tests.stdlib import parse, stdlib_sources
+from tests.support.stdlib import parse, stdlib_sources
 
 TARGET = 1.2
 

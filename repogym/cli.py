@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn
 
 from repogym import __version__
 from repogym._demo import run_demo
@@ -27,7 +27,7 @@ from repogym.batch import command as _batch
 from repogym.errors import ExitCode, RepogymError, UsageError, exit_code
 from repogym.grading import default_base, grade
 from repogym.metrics import measure_file, measuring_many
-from repogym.report.build import error_report, report_dict, text_table, to_json, user_error_report
+from repogym.report.build import exception_report, report_dict, text_table, to_json
 from repogym.report.outputs import output_problems, write_outputs
 from repogym.report.render import render
 from repogym.sandbox.process import (
@@ -232,7 +232,7 @@ def _grade(args: argparse.Namespace) -> int:
         )
     except Exception as error:
         # A report that says why there is no grade, so that no reader finds a stale one.
-        report = _error_report(error)
+        report = exception_report(error)
         _write(
             outputs,
             {"json": lambda: to_json(report), "markdown": lambda: render(report, "comment.md.j2")},
@@ -256,12 +256,6 @@ def _grade(args: argparse.Namespace) -> int:
     for key, path in outputs:
         print(f"{_OUTPUTS[key].label}: {path}")
     return ExitCode.PASSED if result.passed else ExitCode.FAILED
-
-
-def _error_report(error: Exception) -> dict[str, Any]:
-    if isinstance(error, RepogymError):
-        return user_error_report(error)
-    return error_report("internal", f"{type(error).__name__}: {error}")
 
 
 def _write(

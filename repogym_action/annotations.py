@@ -19,9 +19,9 @@ in UTF-8, so an escaped path would name another file, or none.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
+from repogym.report.schema import Finding, Report
 from repogym.shown import show_undecodable
 
 MAX_TITLE = 255  # characters
@@ -36,14 +36,14 @@ _UNSAFE_PATH = re.compile(r"[\x00-\x1f\x7f\\\ud800-\udfff]")  # a lone surrogate
 _NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
-def to_annotations(report: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+def to_annotations(report: Report) -> tuple[list[dict[str, Any]], int]:
     """The annotations of every finding with a usable path, in component order, at most
     :data:`MAX_ANNOTATIONS`; and how many findings with a path were left out."""
     made: list[dict[str, Any]] = []
     left = 0
-    for component in report.get("components") or []:
-        for finding in component.get("findings") or []:
-            annotation = _annotation(str(component.get("name", "")), finding)
+    for component in report.components:
+        for finding in component.findings:
+            annotation = _annotation(component.name, finding)
             if annotation is None:
                 continue
             if len(made) < MAX_ANNOTATIONS:
@@ -53,20 +53,18 @@ def to_annotations(report: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int
     return made, left
 
 
-def _annotation(component: str, finding: Mapping[str, Any]) -> dict[str, Any] | None:
-    path = finding.get("path")
-    if not isinstance(path, str) or not _usable(path):
+def _annotation(component: str, finding: Finding) -> dict[str, Any] | None:
+    path = finding.path
+    if path is None or not _usable(path):
         return None
-    line = finding.get("line")
-    line = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else 1
-    title = one_line(str(finding.get("title") or ""), MAX_TITLE)
-    title = title or one_line(component, MAX_TITLE) or "repogym"
+    line = finding.line if finding.line is not None and finding.line >= 1 else 1
+    title = one_line(finding.title, MAX_TITLE) or one_line(component, MAX_TITLE) or "repogym"
     annotation: dict[str, Any] = {
         "path": path,
         "start_line": line,
         "end_line": line,
-        "annotation_level": LEVELS.get(str(finding.get("level")), "failure"),
-        "message": cut_bytes(show_undecodable(str(finding.get("message") or title)), MAX_MESSAGE),
+        "annotation_level": LEVELS.get(finding.level, "failure"),
+        "message": cut_bytes(show_undecodable(finding.message or title), MAX_MESSAGE),
         "title": title,
     }
     return annotation

@@ -79,6 +79,7 @@ class Checks:
         self._budget = budget
         self._secondary_wait = secondary_wait
         self._open: list[_OpenCheck] = []
+        self.app_slug: str | None = None  # the app GitHub names as the maker of a check run
 
     def start_check(
         self, *, name: str, head_sha: str, external_id: str, details_url: str
@@ -119,6 +120,8 @@ class Checks:
             raise
         slug = run.app.slug if run.app is not None else None  # set by the answer: no request
         opened.ref = CheckRef(id=run.id, html_url=run.html_url, app_slug=slug)
+        if isinstance(slug, str) and slug:
+            self.app_slug = slug  # whose bot account writes this token's comments
         return opened.ref
 
     def finish_check(

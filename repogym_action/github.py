@@ -15,8 +15,8 @@ names as the maker of the check run this run started, or, with no check run,
 who it is). A comment of any other account, a bot's included, is never taken for its own.
 
 The check runs are :mod:`repogym_action.checks`'s: :class:`GitHub`, the one client the rest
-of the Action uses, hands its check-run methods to a :class:`~repogym_action.checks.Checks`
-over the same repository object, and learns from the check run it started which app's bot
+of the Action uses, holds them as ``checks`` (a :class:`~repogym_action.checks.Checks` over
+the same repository object), and learns from the check run started there which app's bot
 account writes its comments.
 """
 
@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Sequence
 from typing import Any
 
 from github import Auth, Github, GithubException
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 
-from repogym_action.checks import CheckRef, Checks, Conclusion
+from repogym_action.checks import Checks
 from repogym_action.event import PullRequest
 from repogym_action.retry import (
     RETRIES,
@@ -99,7 +98,9 @@ class GitHub:
         logging.getLogger("github").propagate = False
         self.repository = repository
         self._repo = self._github.get_repo(repository)
-        self._checks = Checks(
+        # Its check runs: the app GitHub names as their maker is whose bot account writes
+        # this token's comments (account()).
+        self.checks = Checks(
             self._repo,
             api_url=api_url.rstrip("/"),
             token=token,
@@ -160,47 +161,6 @@ class GitHub:
 
         return call_api(f"list the files of pull request #{number}", read)
 
-    # -- check runs -----------------------------------------------------------------
-
-    def start_check(
-        self, *, name: str, head_sha: str, external_id: str, details_url: str
-    ) -> CheckRef:
-        """:meth:`Checks.start_check <repogym_action.checks.Checks.start_check>`; the app
-        GitHub names as its maker is from now on whose bot account writes the comments."""
-        ref = self._checks.start_check(
-            name=name, head_sha=head_sha, external_id=external_id, details_url=details_url
-        )
-        slug = ref.app_slug
-        if isinstance(slug, str) and slug:
-            self._app_slug = slug  # whose bot account writes this token's comments
-        return ref
-
-    def finish_check(
-        self,
-        check: CheckRef,
-        *,
-        conclusion: Conclusion,
-        title: str,
-        summary: str,
-        text: str,
-        annotations: Sequence[dict[str, Any]],
-    ) -> None:
-        """:meth:`Checks.finish_check <repogym_action.checks.Checks.finish_check>`."""
-        self._checks.finish_check(
-            check,
-            conclusion=conclusion,
-            title=title,
-            summary=summary,
-            text=text,
-            annotations=annotations,
-        )
-
-    def cancel_checks(
-        self, *, title: str, summary: str, conclusion: Conclusion = "cancelled"
-    ) -> tuple[int, list[str]]:
-        """:meth:`Checks.cancel_checks <repogym_action.checks.Checks.cancel_checks>`."""
-        return self._checks.cancel_checks(title=title, summary=summary, conclusion=conclusion)
-
     # -- the sticky comment ---------------------------------------------------------
 
     def find_comment(self, number: int, marker: str) -> IssueComment | None:
@@ -247,9 +207,10 @@ class GitHub:
         (``GET /user``); for an installation token, which ``GET /user`` refuses, the bot
         account of its app, ``<slug>[bot]``, the app known from the check run this run
         made, else the workflow token's ``github-actions[bot]``."""
-        if self._app_slug is not None and not isinstance(self._login, str):
+        slug = self._app_slug or self.checks.app_slug
+        if slug is not None and not isinstance(self._login, str):
             # It made a check run, which only an app's token may: no need to ask.
-            return f"{self._app_slug}[bot]", "Bot"
+            return f"{slug}[bot]", "Bot"
         if self._login is False:
             try:
                 self._login = self._github.get_user().login

@@ -8,13 +8,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import repogym
 from repogym.errors import RepogymError
-from repogym.report.build import error_report, report_dict, user_error_report
+from repogym.report.build import exception_report, report_dict
+from repogym.report.schema import BUILT, Report
 from repogym.report.template_files import TemplateFilesError, templates_at, templates_in
 from repogym.tree.git import git, tree_entry
 from repogym_action.checkout import Checkout, prepare
@@ -28,22 +29,30 @@ from repogym_action.settings import RunContext, Settings, workspace_link
 class Graded:
     """A grade, or why there is none, as the Action publishes it."""
 
-    report: dict[str, Any]
+    report: dict[str, Any]  # as it is written and rendered
     seconds: float  # the fetch and the grade, what the Action cannot make faster
     error: str | None = None  # one line, when there is no grade
     internal: bool = False  # the error is repogym's, not the user's
     # The sources of the `template` input's directory, read before the grade (issue 19).
     templates: Mapping[str, str] | None = None
+    # The report as its schema reads it: what the Action itself reads of it (issue 46).
+    model: Report = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Built by this run (undecodable bytes of a name kept as they are), or read back
+        # and checked strictly already (repogym_action.publish_mode.read_report).
+        model = Report.model_validate(self.report, context={BUILT: True})
+        object.__setattr__(self, "model", model)
 
     @property
     def passed(self) -> bool:
-        return self.error is None and bool(self.report.get("passed"))
+        return self.error is None and bool(self.model.passed)
 
     @property
     def summary_line(self) -> str:
         if self.error is not None:
             return f"ERROR {self.error}"
-        return str(self.report.get("summary") or "")
+        return self.model.summary or ""
 
 
 def grade_target(context: RunContext, settings: Settings, target: Target, out: Commands) -> Graded:
@@ -74,28 +83,27 @@ def grade_target(context: RunContext, settings: Settings, target: Target, out: C
             progress=progress,
         )
         report = report_dict(grading)
-        for warning in (report.get("environment") or {}).get("warnings") or ():
+        for warning in (grading.environment or {}).get("warnings") or ():
             out.warning(warning)  # an image named without a digest (issue 20)
         return Graded(report=report, seconds=time.monotonic() - started, templates=templates)
-    except RepogymError as error:
-        report = user_error_report(error, **known)
-        tail = report["error"].get("log_tail")
-        if tail:  # a Dockerfile's build log: in the log too, under the one-line error
-            with out.group("repogym: the build log's last lines"):
-                out.untrusted(tail)
-        message = report["error"]["message"]
-        return Graded(
+    except Exception as error:  # the user's to fix, or ours (then the log has the traceback)
+        report = exception_report(
+            error,
+            line=lambda e: out.internal_error(e, "internal error", group="repogym: traceback"),
+            **known,
+        )
+        graded = Graded(
             report=report,
             seconds=time.monotonic() - started,
-            error=message,
-            internal=not error.users_to_fix,  # an outage (GitHub's, a registry's): exit 3
+            error=report["error"]["message"],
+            # Not the user's: ours, or an outage (GitHub's, a registry's): exit 3.
+            internal=not (isinstance(error, RepogymError) and error.users_to_fix),
         )
-    except Exception as error:  # repogym's fault: the report says so, the log has the traceback
-        message = out.internal_error(error, "internal error", group="repogym: traceback")
-        report = error_report("internal", message, **known)
-        return Graded(
-            report=report, seconds=time.monotonic() - started, error=message, internal=True
-        )
+        failure = graded.model.error
+        if failure is not None and failure.log_tail:  # a Dockerfile's build log, in the log too
+            with out.group("repogym: the build log's last lines"):
+                out.untrusted(failure.log_tail)
+        return graded
     finally:
         progress.close()
         shutil.rmtree(scratch, ignore_errors=True)

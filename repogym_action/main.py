@@ -17,7 +17,8 @@ SIGINT, SIGTERM or SIGHUP stops the run where it is, as the ``repogym`` command 
 (:func:`repogym.sandbox.process.signals_interrupt`): every ``finally`` runs, so the commands of
 the grade are killed and the private clone removed. Then the check run, when this run
 started one and has not completed it, is completed as ``cancelled`` (no verdict) with one
-PATCH that waits for nothing (:meth:`GitHub.cancel_checks`); nothing else is posted or
+PATCH that waits for nothing
+(:meth:`repogym_action.checks.Checks.cancel_checks`); nothing else is posted or
 written (no comment, outputs, report or job summary that were not already whole), one
 ``::warning::`` line says so, and the exit code is 128 + the signal's number: 130 for
 SIGINT, 143 for SIGTERM. Signals after the first are ignored, so that the clean-up is
@@ -124,7 +125,7 @@ def _complete_open_checks(github: GitHub, out: Commands, line: str) -> None:
     completed as ``failure`` with the error, by one request that waits for nothing."""
     from repogym.report.render import md
 
-    done, problems = github.cancel_checks(
+    done, problems = github.checks.cancel_checks(
         title="repogym: error",
         summary=f"repogym-action stopped before it finished: {md(line, 1000)}. The log of "
         "the workflow run says more.",
@@ -143,7 +144,7 @@ def _cancelled(out: Commands, interrupt: KeyboardInterrupt, github: GitHub | Non
     name = signal.Signals(signum).name
     said = "nothing more is posted or written"
     if github is not None:
-        done, problems = github.cancel_checks(
+        done, problems = github.checks.cancel_checks(
             title="repogym: cancelled",
             summary=(
                 f"The workflow run was cancelled ({name}) before repogym finished, so this "

@@ -26,9 +26,10 @@ from typing import Any
 from repogym.errors import RepogymError
 from repogym.models import format_score
 from repogym.report.build import error_report, to_json
-from repogym.report.redact import published
+from repogym.report.redact import redacted
 from repogym.report.render import code, md
 from repogym.report.render_process import render_texts
+from repogym.report.schema import Report
 from repogym.tree.atomic import write_atomic
 from repogym.tree.links import LinkInTree
 from repogym_action.annotations import one_line, to_annotations
@@ -95,7 +96,7 @@ class Publication:
         if not self.settings.check_run:
             return
         try:
-            self.check = self.github.start_check(
+            self.check = self.github.checks.start_check(
                 name=self.check_name,
                 head_sha=self.target.head_sha,
                 external_id=self.run_key,
@@ -113,24 +114,25 @@ class Publication:
 def publish(publication: Publication, graded: Graded, out: Commands) -> None:
     """Everything this run leaves; raises the first :class:`RepogymError` of them.
 
-    When hidden tests ran, all of it is the report as :func:`published` makes it (issue 19):
-    no text the run produced, counts and the public ids only."""
+    When hidden tests ran, all of it is the report as
+    :func:`~repogym.report.redact.redacted` makes it (issue 19): no text the run produced,
+    counts and the public ids only."""
     p = publication
     graded = Graded(
-        report=dict(published(graded.report)),
+        report=dict(redacted(graded.report)),
         seconds=graded.seconds,
         error=graded.error,
         internal=graded.internal,
         templates=graded.templates,
     )
     report = graded.report
-    links = {**_links(p), **_commit_links(p, report)}
+    links = {**_links(p), **_commit_links(p, graded.model)}
     texts = _render(p, report, links, graded.templates)
     if texts is None:  # the templates failed: publish that, with the built-in ones
         line = p.problems[-1].lines[0]
         report = error_report("usage", line, **_known(report))
         graded = Graded(report=report, seconds=graded.seconds, error=line)
-        texts = _render(p, report, links, None) or _plain(p, report)
+        texts = _render(p, report, links, None) or _plain(p, graded.model)
     _step(p, "report", lambda: _write_report(p, report))
     _step(p, "outputs", lambda: _write_outputs(p, graded))
     _step(p, "job summary", lambda: append_summary(p.context.summary_path, texts["job_summary"]))
@@ -173,10 +175,9 @@ def _render(
     return texts
 
 
-def _plain(p: Publication, report: dict[str, Any]) -> dict[str, str]:
+def _plain(p: Publication, report: Report) -> dict[str, str]:
     """What is posted when even the built-in templates failed: the error, on one line."""
-    error = report.get("error") or {}
-    line = one_line(str(error.get("message") or "rendering failed"), 1000)
+    line = one_line(report.error.message if report.error else "rendering failed", 1000)
     text = f"### ⚠️ repogym could not grade this change\n\n{md(line)}\n"
     texts = dict.fromkeys(("comment", "check_summary", "check_text", "job_summary"), text)
     marker, _ = comment_marker(p.settings.check_name, p.run_key)
@@ -192,13 +193,9 @@ def _links(p: Publication) -> dict[str, str]:
     return links
 
 
-def _commit_links(p: Publication, report: dict[str, Any]) -> dict[str, str]:
+def _commit_links(p: Publication, report: Report) -> dict[str, str]:
     base = f"{p.context.server_url}/{p.context.repository}/commit/"
-    shas = {
-        "base": (report.get("base") or {}).get("sha"),
-        "merge_base": (report.get("merge_base") or {}).get("sha"),
-        "head": (report.get("head") or {}).get("sha"),
-    }
+    shas = {"base": report.base.sha, "merge_base": report.merge_base.sha, "head": report.head.sha}
     return {k: base + v for k, v in shas.items() if isinstance(v, str) and _SHA.fullmatch(v)}
 
 
@@ -226,7 +223,7 @@ def _write_report(p: Publication, report: dict[str, Any]) -> None:
 
 
 def _write_outputs(p: Publication, graded: Graded) -> None:
-    score = graded.report.get("score")
+    score = graded.model.score
     write_outputs(
         p.context.output_path,
         {
@@ -241,8 +238,8 @@ def _write_outputs(p: Publication, graded: Graded) -> None:
 
 def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None:
     assert p.check is not None
-    made, left = to_annotations(graded.report)
-    summary = f"{_graded_against(p, graded.report)}\n\n{texts['check_summary']}"
+    made, left = to_annotations(graded.model)
+    summary = f"{_graded_against(p, graded.model)}\n\n{texts['check_summary']}"
     if left:
         summary += (
             f"\n{left} more findings with a file are not annotations here; the report has them.\n"
@@ -256,7 +253,7 @@ def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None
         conclusion, made = "cancelled", []
         title = one_line(f"repogym: stale, graded against {p.target.base_ref}", 255)
         summary = f"{retargeted}.\n\n{summary}"
-    p.github.finish_check(
+    p.github.checks.finish_check(
         p.check,
         conclusion=conclusion,
         title=title,
@@ -266,14 +263,10 @@ def _finish_check(p: Publication, graded: Graded, texts: dict[str, str]) -> None
     )
 
 
-def _graded_against(p: Publication, report: dict[str, Any]) -> str:
+def _graded_against(p: Publication, report: Report) -> str:
     """The line that says which base the verdict belongs to."""
-    base = report.get("base")
-    base = base if isinstance(base, dict) else {}
-    ref = base.get("ref")
-    ref = ref if isinstance(ref, str) else p.target.base_ref
-    sha = base.get("sha")
-    sha = sha if isinstance(sha, str) else p.target.base_sha
+    ref = report.base.ref if report.base.ref is not None else p.target.base_ref
+    sha = report.base.sha if report.base.sha is not None else p.target.base_sha
     at = f" at {code(sha[:12])}" if sha else ""
     return f"Graded against {code(ref, 255)}{at}, head {code(p.target.head_sha[:12])}."
 

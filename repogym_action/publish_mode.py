@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repogym.report.schema import REPORT_VERSION, problems, shown
+from repogym.report.schema import REPORT_VERSION, Report, problems, shown
 from repogym_action.commands import Commands
 from repogym_action.event import EventError, PullRequest, Target, load_payload
 from repogym_action.github import GitHub
@@ -61,9 +61,10 @@ def publish_uploaded(
         )
         return None
     report = read_report(settings.report, run["head_sha"])
-    pull = _pull_of(report, pulls, settings.report)
+    model = Report.model_validate(report)  # read_report checked it fits
+    pull = _pull_of(model, pulls, settings.report)
     _refuse_workflow_changes(github, pull)
-    error = report["error"]["message"] if isinstance(report.get("error"), dict) else None
+    error = model.error.message if model.error is not None else None
     templates = workspace_templates(context, settings)  # the default branch's checkout
     graded = Graded(report=report, seconds=0.0, error=error, templates=templates)
     target = Target(
@@ -81,12 +82,11 @@ def publish_uploaded(
     return graded
 
 
-def _pull_of(report: Mapping[str, Any], pulls: list[PullRequest], path: Path | None) -> PullRequest:
+def _pull_of(report: Report, pulls: list[PullRequest], path: Path | None) -> PullRequest:
     """The one of ``pulls`` (open, of the graded head) whose base branch the report was
     graded against. The base's sha is not matched: it moves with every commit on that
     branch, which grades nothing again, and two pull requests into one branch share it."""
-    base = report.get("base")
-    ref = base.get("ref") if isinstance(base, Mapping) else None
+    ref = report.base.ref
     matching = [pull for pull in pulls if pull.base_ref == ref]
     if len(matching) == 1:
         return matching[0]
@@ -232,7 +232,7 @@ def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
         raise ArtifactError(
             *(f"{path}: the uploaded report does not fit its schema: {line}" for line in found)
         )
-    head = report["head"].get("sha")
+    head = Report.model_validate(report).head.sha
     if head != head_sha:
         raise ArtifactError(
             f"{path}: the uploaded report grades {str(head)[:40]!r}, not the run's head "

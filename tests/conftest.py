@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging import InstalledWheel, build_wheel, install_wheel, source_copy
-from tests.repo import Repo
+from tests.support.packaging import InstalledWheel, build_wheel, install_wheel, source_copy
+from tests.support.repo import Repo
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,7 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> InstalledWheel:
     """A wheel built from this tree, installed in a fresh venv: the package as a user
-    gets it from ``pip install .`` (tests/packaging.py). Built once per session."""
+    gets it from ``pip install .`` (tests/support/packaging.py). Built once per session."""
     root = tmp_path_factory.mktemp("wheel")
     source = source_copy(root / "source")
     wheel = build_wheel(source, root / "dist")
@@ -59,9 +59,9 @@ def _isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def action_image() -> str:
-    """The Action's image built from this checkout on the local base (tests/docker.py);
+    """The Action's image built from this checkout on the local base (tests/support/docker.py);
     skips without a Docker engine, fails instead where REPOGYM_REQUIRE_DOCKER=1."""
-    from tests import docker
+    from tests.support import docker
 
     docker.engine_or_skip()
     return docker.build()
@@ -73,7 +73,7 @@ def env_images() -> Iterator[tuple[str, ...]]:
     engine's own, or stand-ins built on the local base (tests/container/envimages.py) and
     removed again at the session's end. Skips without a Docker engine, fails instead where
     REPOGYM_REQUIRE_DOCKER=1."""
-    from tests import docker
+    from tests.support import docker
 
     docker.engine_or_skip()
     try:
@@ -101,10 +101,10 @@ def env_images() -> Iterator[tuple[str, ...]]:
 def twenty(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> tuple[Path, Path]:
-    """The 20 jobs every executor grades (tests/batching.py), and their output from one
+    """The 20 jobs every executor grades (tests/support/batching.py), and their output from one
     local worker, graded once per session for the other executors to be held to. The Node
     jobs need a Docker engine: without one (where it is not required) they are left out."""
-    from tests.batching import run_batch, twenty_jobs
+    from tests.support.batching import run_batch, twenty_jobs
 
     try:
         request.getfixturevalue("env_images")

@@ -167,7 +167,7 @@ def test_the_action_uses_only_the_engine_s_public_names() -> None:
 
 
 def test_no_test_module_imports_another() -> None:
-    # What tests share lives in helper modules (tests/repo.py, tests/action/logs.py...),
+    # What tests share lives in helper modules (tests/support/repo.py, tests/action/logs.py...),
     # not in a test module or a conftest.py that another imports (issue 21).
     tests = PACKAGE.parent / "tests"
     wrong = []

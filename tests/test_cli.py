@@ -10,8 +10,8 @@ import pytest
 
 from repogym import __version__
 from repogym.cli import main
-from tests.cli_texts import LONG, SHORT, TASK
-from tests.repo import Repo
+from tests.support.cli_texts import LONG, SHORT, TASK
+from tests.support.repo import Repo
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_texts import LONG, SHORT, TASK
-from tests.devices import device, stdout_link
-from tests.repo import Repo
+from tests.support.cli_texts import LONG, SHORT, TASK
+from tests.support.devices import device, stdout_link
+from tests.support.repo import Repo
 
 BAD_NAME = b"bad\xff.py"  # not UTF-8
 

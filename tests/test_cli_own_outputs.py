@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "bugfix"
 

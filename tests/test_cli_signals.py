@@ -19,9 +19,9 @@ import pytest
 
 from repogym._demo import example_names
 from repogym.cli import main
-from tests.repo import Repo
-from tests.shell import repogym_command
-from tests.waiting import BACKSTOP, ready_to_read
+from tests.support.repo import Repo
+from tests.support.shell import repogym_command
+from tests.support.waiting import BACKSTOP, ready_to_read
 
 BASE_TEST = "def test_a():\n    assert False  # the base\n"
 SUBMITTED_TEST = "def test_a():\n    assert True  # the submission's own copy\n"

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from repogym.metrics import measure_source
-from tests.stdlib import parse, stdlib_sources
+from tests.support.stdlib import parse, stdlib_sources
 
 Row = tuple[str, int, str, int, int]  # path, line, qualname, length, complexity
 

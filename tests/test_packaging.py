@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.packaging import InstalledWheel
+from tests.support.packaging import InstalledWheel
 
 
 def test_the_wheel_holds_the_examples_with_their_dotfiles(installed_wheel: InstalledWheel) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from repogym.graders import CompositeGrader
 from repogym.workspace import Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from repogym._demo import EXAMPLES, build_example_repo, example_names
-from tests.perfmodes import perf_repo
-from tests.repo import Repo
+from tests.support.perfmodes import perf_repo
+from tests.support.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 
@@ -380,7 +380,7 @@ def test_refactor_without_limits_and_unloadable_grader(repo: Repo) -> None:
 
 
 def test_repeat_reports_the_spread_of_each_timing_on_a_perf_task(tmp_path: Path) -> None:
-    # The solution does a quarter of the base's loop work (tests/perfmodes.py). The
+    # The solution does a quarter of the base's loop work (tests/support/perfmodes.py). The
     # interpreter's start weighs on runs this short (0.1 s of loop at the base), so the
     # clocks see 1.3× to 1.5× of it; the task's own grades count CPU time, which load moves
     # least, with a noise floor above the most identical code reached by CPU time beside

@@ -14,7 +14,9 @@ from repogym._demo import build_example_repo
 from repogym.batch import Local, validate_many
 from repogym.batch.lines import line_of
 from repogym.batch.validations import ValidationJob
-from tests.batching import (
+from repogym.sandbox.reaper import alive
+from repogym.sandbox.scratch import RAM, TAGGED
+from tests.support.batching import (
     assert_alone,
     comparable,
     lines_of,
@@ -171,7 +173,10 @@ def test_validate_many_from_python_and_a_perf_task_is_run_alone(tmp_path: Path) 
 
 
 def test_a_perf_task_is_validated_alone(tmp_path: Path) -> None:
-    """Its benchmark, timed for the empty submission, never runs beside other work."""
+    """Its benchmark, timed for the empty submission, never runs beside other work; and
+    the trees its worker made (the benchmark's baseline, in /dev/shm) do not outlive the
+    batch, although a worker ends without its exit handlers (they did, before)."""
+    before = {entry.name for entry in Path(RAM).iterdir()}
     make_perf_repo(tmp_path / "perf")
     build_example_repo("bugfix", tmp_path / "bugfix", solution=True)
     lines = [{"repo": "bugfix", "base": "main", "id": f"b{n}"} for n in range(3)]
@@ -187,3 +192,9 @@ def test_a_perf_task_is_validated_alone(tmp_path: Path) -> None:
         for i, line in by_id.items()
     }
     assert_alone(spans, "perf")
+    left = [
+        name
+        for name in {entry.name for entry in Path(RAM).iterdir()} - before
+        if (tagged := TAGGED.match(name)) is not None and not alive(int(tagged[2]))
+    ]
+    assert left == [], left

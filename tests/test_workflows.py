@@ -25,7 +25,7 @@ import repogym
 from repogym.metrics import measure_file
 from repogym.task import load_task
 from repogym.tree.globs import compile_globs, matching
-from tests.workflow_files import check_jsonschema, readme_section
+from tests.support.workflow_files import check_jsonschema, readme_section
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

@@ -16,7 +16,7 @@ from repogym.tree import baselines as _baselines
 from repogym.tree import git as _git
 from repogym.tree.changes import pathspec_groups
 from repogym.workspace import FileChange, Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TASK = """\
 version: 1

@@ -23,8 +23,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from repogym.batch.sources import checked_repo, has_perf
-from repogym.errors import RepogymError, UsageError
-from repogym.report.build import error_report, user_error_report
+from repogym.errors import UsageError
+from repogym.report.build import error_report, exception_report
 from repogym.sandbox.process import internal_error_line
 
 
@@ -118,10 +118,8 @@ class Line(Generic[SpecT]):
             if self.spec is None:
                 raise UsageError(self.problem or f"line {self.line}: not a {self.noun}")
             body = steps(timings)
-        except RepogymError as error:
-            body = failed(user_error_report(error))
         except Exception as error:
-            body = failed(error_report("internal", internal_error_line(error)))
+            body = failed(exception_report(error, line=internal_error_line))
         timings["total"] = round(time.monotonic() - started, 3)
         return {"id": self.id, **body, "timings": timings}
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from repogym.batch.lines import Work
+from repogym.sandbox import scratch
 from repogym.sandbox.process import signals_interrupt
 from repogym.sandbox.reaper import not_dumpable
 
@@ -143,11 +144,14 @@ def _one_pool(
                     yield line
             if broken:
                 again = yield from _after_break(running, tries)
+                scratch.sweep_ended()
                 return again, queue
     except BaseException:  # an interrupt, or the iterator closed
         _stop(pool, locks[1])
+        scratch.sweep_ended()
         raise
     pool.shutdown()
+    scratch.sweep_ended()  # what the workers, gone now, made for their grades
     return [], []
 
 

@@ -6,30 +6,8 @@ the agent's files (:mod:`repogym.env.submission`)."""
 
 from __future__ import annotations
 
-from repogym.env.actions import (
-    ACTIONS,
-    DEFAULT_TIMEOUT,
-    Action,
-    ApplyPatch,
-    Observation,
-    ReadFile,
-    RunCommand,
-    Step,
-    Submit,
-    WriteFile,
-)
+from repogym.env import actions as _actions
+from repogym.env.actions import *  # noqa: F403 (the actions and what the agent sees)
 from repogym.env.episode import RepoEnv
 
-__all__ = [
-    "ACTIONS",
-    "DEFAULT_TIMEOUT",
-    "Action",
-    "ApplyPatch",
-    "Observation",
-    "ReadFile",
-    "RepoEnv",
-    "RunCommand",
-    "Step",
-    "Submit",
-    "WriteFile",
-]
+__all__ = [*_actions.__all__, "RepoEnv"]

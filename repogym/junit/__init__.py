@@ -4,6 +4,6 @@ test ids (:mod:`.testids`)."""
 
 from repogym.errors import JUnitError
 from repogym.junit.parser import iter_cases
-from repogym.junit.reader import LIMITS, MAX_MESSAGE, Case, Limits, Outcome
+from repogym.junit.records import LIMITS, MAX_MESSAGE, Case, Limits, Outcome
 
 __all__ = ["LIMITS", "MAX_MESSAGE", "Case", "JUnitError", "Limits", "Outcome", "iter_cases"]

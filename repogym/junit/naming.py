@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
-from repogym.junit.reader import Case, Outcome
+from repogym.junit.records import Case, Outcome
 
 __all__ = ["FILE_NOT_RUN", "Namer", "exists_in"]
 

@@ -1,6 +1,6 @@
 """JUnit XML reports: a safe, streaming parser that yields one record per ``<testcase>``
-(:class:`~repogym.junit.reader.Case`, defined with the other data types in
-``repogym.junit.reader``).
+(:class:`~repogym.junit.records.Case`, defined with the other data types in
+``repogym.junit.records``).
 
 Mapping a record to the canonical test id of a task is ``repogym.junit.testids``' job.
 
@@ -10,7 +10,7 @@ Reports come from the code under grading, so they are untrusted input: a report 
 declares a DTD is refused outright (entity-expansion bombs and external entities both
 need one); the path is opened without following a symlink and must be a regular file;
 and what a report may cost in bytes, depth, testcases, names, token size and time is
-capped (:class:`~repogym.junit.reader.Limits`), each cap named in the error that a report
+capped (:class:`~repogym.junit.records.Limits`), each cap named in the error that a report
 over it gets.
 
 One reader, in Python, turns expat's events into cases. A reader in C was tried and
@@ -29,7 +29,7 @@ from xml.parsers import expat
 
 from repogym.errors import JUnitError
 from repogym.junit.file import open_report, read_chunk, too_large
-from repogym.junit.reader import LIMITS, MAX_MESSAGE, Case, Limits, Outcome
+from repogym.junit.records import LIMITS, MAX_MESSAGE, Case, Limits, Outcome
 
 
 def iter_cases(path: Path, *, limits: Limits = LIMITS) -> Iterator[Case]:

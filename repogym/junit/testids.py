@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from repogym.junit.naming import FILE_NOT_RUN, Namer, exists_in
-from repogym.junit.reader import Case, Outcome
+from repogym.junit.records import Case, Outcome
 from repogym.shown import escape
 
 # Worst first within one attempt (issue 3): a call that failed and a teardown that

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from repogym._version import version
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
-from repogym.report.schema import BUILT, LINE_BREAKING, REPORT_VERSION, ErrorKind, Report
+from repogym.report.schema import BUILT, LINE_BREAKING, MAX_TEXT, REPORT_VERSION, ErrorKind, Report
 from repogym.shown import show_undecodable
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "error_report",
+    "exception_report",
     "report_dict",
     "report_model",
     "text_table",
@@ -86,7 +88,7 @@ def error_report(kind: ErrorKind, message: str, **known: Any) -> dict[str, Any]:
     return {
         "version": REPORT_VERSION,
         "tool": {"name": "repogym", "version": version()},
-        "error": {"kind": kind, "message": _BREAKS.sub(" ", message).strip()},
+        "error": {"kind": kind, "message": _BREAKS.sub(" ", message).strip()[:MAX_TEXT]},
         **known,
     }
 
@@ -106,6 +108,19 @@ def user_error_report(error: RepogymError, **known: Any) -> dict[str, Any]:
     if quoted:
         report["error"]["log_tail"] = "\n".join(quoted)
     return report
+
+
+def exception_report(
+    error: BaseException, *, line: Callable[[BaseException], str] | None = None, **known: Any
+) -> dict[str, Any]:
+    """The report of a grade that ``error`` stopped, the one way every caller makes it
+    (the command line, a batch's lines, the Action): a :class:`RepogymError` is the
+    user's to fix (:func:`user_error_report`); anything else is ours (``internal``), in the
+    one line ``line`` says of it (by default its type and its text)."""
+    if isinstance(error, RepogymError):
+        return user_error_report(error, **known)
+    said = line(error) if line is not None else f"{type(error).__name__}: {error}"
+    return error_report("internal", said, **known)
 
 
 def to_json(data: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ Hidden tests are copied into each test run's copy of the submission, so the subm
 code can read them there, and anything it makes the run print or raise can carry them: a
 public test failing with an exception whose message is a hidden test's source put that
 source in the first line of the test's message, which the comment showed. So when hidden
-tests ran, :func:`published` keeps no text the run produced: the tests' messages are made
+tests ran, :func:`redacted` keeps no text the run produced: the tests' messages are made
 again from their outcomes (how many passed, the public ids that did not, how many hidden
 ones did not), their findings keep their place and the public id only, and the messages
 and findings of every other component that runs the submission's code (``perf``, custom
@@ -46,7 +46,7 @@ __all__ = [
     "PASSED",
     "RUN_NOTHING",
     "hidden_ran",
-    "published",
+    "redacted",
 ]
 
 NOT_SHOWN = "not shown: hidden tests ran"
@@ -76,7 +76,7 @@ def hidden_ran(report: Mapping[str, Any]) -> bool:
     return any(bool(_details(c).get("hidden")) for c in _components(report))
 
 
-def published(report: Mapping[str, Any]) -> Mapping[str, Any]:
+def redacted(report: Mapping[str, Any]) -> Mapping[str, Any]:
     """``report`` as it may be shown: itself when no hidden test ran, else a copy without
     any text the run produced (see the module's docstring)."""
     if not hidden_ran(report) or not isinstance(report.get("components"), list):

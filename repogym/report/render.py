@@ -8,7 +8,7 @@ reads a directory) replace them by name (the others are still the built-in ones)
 template is loaded from those sources or the package, never from a path: no include
 follows a link or leaves them (issue 19).
 
-When hidden tests ran, a template sees the report as :func:`repogym.report.redact.published`
+When hidden tests ran, a template sees the report as :func:`repogym.report.redact.redacted`
 makes it: no text the run produced, only counts and the public ids (issue 19).
 
 Everything in a report may come from the submission (test names, messages, paths, output
@@ -30,7 +30,7 @@ import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from repogym.errors import UsageError
-from repogym.report.redact import published
+from repogym.report.redact import redacted
 from repogym.report.schema import template_view
 from repogym.shown import escape
 
@@ -110,7 +110,7 @@ def render(
             renders under a deadline.
     """
     compiled = _template(template, templates)
-    context = template_view(published(report))
+    context = template_view(redacted(report))
     pages = _links(links or {})
     size = 0
     for detail in DETAILS:

@@ -73,6 +73,14 @@ def sweep(where: str | None = None) -> None:
         _sweep(place, os.getpid())
 
 
+def sweep_ended(where: str | None = None) -> None:
+    """:func:`sweep` again, now: what makers that ended since left there. A batch's
+    workers end without running their exit handlers (multiprocessing's children leave by
+    ``os._exit``), so the trees each made for its grades stay until someone sweeps."""
+    for place in {os.path.realpath(where or tempfile.gettempdir()), RAM}:
+        _sweep.__wrapped__(place, os.getpid())
+
+
 @functools.cache
 def _sweep(place: str, pid: int) -> None:  # the pid: a forked child sweeps again
     namespace, owner = _namespace(), os.geteuid()

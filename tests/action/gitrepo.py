@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.repo import IDENTITY as REPO_IDENTITY
+from tests.support.repo import IDENTITY as REPO_IDENTITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class Symlink:
 # What a commit writes: path -> content, None deletes the path.
 Files = Mapping[str, str | bytes | Symlink | None]
 
-# The tests' git identity (tests/repo.py), and no prompt for credentials.
+# The tests' git identity (tests/support/repo.py), and no prompt for credentials.
 IDENTITY = {**REPO_IDENTITY, "GIT_TERMINAL_PROMPT": "0"}
 
 TOKEN = "ghs_fake"  # the token of a job that names none (FakeGitHub's default)

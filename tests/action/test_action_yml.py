@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from repogym_action.settings import INPUTS, OUTPUTS
-from tests.workflow_files import ROOT, check_jsonschema, readme_section
+from tests.support.workflow_files import ROOT, check_jsonschema, readme_section
 
 ACTION = ROOT / "action.yml"
 

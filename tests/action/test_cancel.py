@@ -28,7 +28,7 @@ from tests.action.fake_github import FakeGitHub
 from tests.action.gitrepo import Pull
 from tests.action.job import Job, Step
 from tests.action.runners import DockerAction, Layout, Runner
-from tests.waiting import ready_to_read
+from tests.support.waiting import ready_to_read
 
 MARKER = '<!-- repogym-action:comment check="repogym" '
 # Only a backstop against a hang: a test waits on an event, never on a clock.
@@ -217,15 +217,15 @@ def test_a_check_run_whose_post_had_no_answer_is_looked_for(job: Job) -> None:
     )
     other = GitHub(api_url=job.fake.url, token=job.fake.token, repository=job.fake.repository)
     try:
-        other.start_check(
+        other.checks.start_check(
             name="repogym", head_sha=sha, external_id="9-1-grade", details_url=job.fake.server_url
         )
         # What start_check records before its POST.
-        github._checks._open.append(
+        github.checks._open.append(
             _OpenCheck(name="repogym", head_sha=sha, external_id="9-1-grade")
         )
-        assert github.cancel_checks(title="t", summary="s") == (1, [])
-        assert github.cancel_checks(title="t", summary="s") == (0, [])  # none left open
+        assert github.checks.cancel_checks(title="t", summary="s") == (1, [])
+        assert github.checks.cancel_checks(title="t", summary="s") == (0, [])  # none left open
     finally:
         github.close()
         other.close()

@@ -21,11 +21,11 @@ import yaml
 from repogym._demo import EXAMPLES
 from repogym.report.render import md
 from repogym_action.annotations import one_line
-from tests import docker as test_docker
 from tests.action.gitrepo import Files, files_of
 from tests.action.job import Job, Step
 from tests.action.published import assert_published
-from tests.envimage import python_image
+from tests.support import docker as test_docker
+from tests.support.envimage import python_image
 
 PROBE = "tests/test_engine_out_of_reach.py::test_the_commands_run_in_the_image_without_the_engine"
 # In the base, so that a submission cannot change it, and among the tests that must pass:

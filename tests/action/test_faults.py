@@ -14,7 +14,7 @@ from repogym_action.retry import MAX_WAIT
 from tests.action.fake_github import Fault
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
-from tests.terminal import write_table
+from tests.support.terminal import write_table
 
 CHECKS = "/repos/{owner}/{repo}/check-runs"
 CHECK = "/repos/{owner}/{repo}/check-runs/{check_run_id}"

@@ -84,7 +84,7 @@ def test_a_check_run_made_but_not_answered_is_found_by_its_external_id(
     fake: FakeGitHub, github: GitHub
 ) -> None:
     fake.fail("POST", CHECKS, Fault(status=500, applied=True))
-    check = github.start_check(
+    check = github.checks.start_check(
         name="repogym", head_sha=HEAD, external_id="9-1-grade", details_url="https://x.test/r"
     )
     [run] = fake.check_runs(HEAD)
@@ -95,7 +95,7 @@ def test_a_check_run_made_but_not_answered_is_found_by_its_external_id(
 def test_annotations_go_fifty_per_request_and_complete_last(
     fake: FakeGitHub, github: GitHub
 ) -> None:
-    check = github.start_check(
+    check = github.checks.start_check(
         name="repogym", head_sha=HEAD, external_id="9-1-grade", details_url="https://x.test/r"
     )
     annotations = [
@@ -108,7 +108,7 @@ def test_annotations_go_fifty_per_request_and_complete_last(
         }
         for i in range(120)
     ]
-    github.finish_check(
+    github.checks.finish_check(
         check, conclusion="failure", title="FAIL", summary="s", text="t", annotations=annotations
     )
     [run] = fake.check_runs(HEAD)
@@ -149,11 +149,11 @@ def test_the_marker_cannot_be_closed_or_faked_by_a_check_name() -> None:
 
 
 def test_a_patch_is_retried_after_a_server_error(fake: FakeGitHub, github: GitHub) -> None:
-    check = github.start_check(
+    check = github.checks.start_check(
         name="repogym", head_sha=HEAD, external_id="9-1-grade", details_url="https://x.test/r"
     )
     fake.fail("PATCH", CHECKS + "/{check_run_id}", (502, {}, {"message": "Bad Gateway"}))
-    github.finish_check(
+    github.checks.finish_check(
         check, conclusion="success", title="PASS", summary="s", text="t", annotations=[]
     )
     [run] = fake.check_runs(HEAD)

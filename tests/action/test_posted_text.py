@@ -6,7 +6,7 @@
   on such a file is left out (the API names files in UTF-8, so it could only name another
   file); the finding stays in the summary and the comment.
 - A bare run of 7 or more hex digits in a text is linked by GitHub to the commit it
-  abbreviates: a report's messages cannot link a commit (tests/test_render.py's
+  abbreviates: a report's messages cannot link a commit (tests/report/test_render.py's
   ``LINKED`` finds in the rendered text every link GitHub would make).
 """
 
@@ -22,7 +22,7 @@ from repogym._demo import EXAMPLES
 from tests.action.forks import opened_fork, publish, well_formed
 from tests.action.gitrepo import files_of
 from tests.action.job import Job, Step
-from tests.github_html import LINKED, Shown, github_html
+from tests.support.github_html import LINKED, Shown, github_html
 
 LATIN1 = "src/slugify/caf\udce9.py"  # the bytes caf\xe9.py, as os.fsdecode gives them
 

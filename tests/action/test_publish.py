@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from repogym.report.build import error_report
+from repogym.report.schema import Report
 from repogym_action.annotations import MAX_MESSAGE, MAX_TITLE, to_annotations
 from repogym_action.commands import Commands
 from repogym_action.event import PullRequest, Target
@@ -111,19 +113,27 @@ def test_annotations_keep_only_usable_paths_and_cut_what_is_long() -> None:
         {"path": "../outside.py", "line": 1, "message": "climbs out"},
         {"path": "src/\nb.py", "line": 1, "message": "a line break"},
         {"path": None, "message": "no path: the summary only"},
-        {"path": "src/c.py", "line": 0, "title": "t" * 1000, "message": "é" * MAX_MESSAGE},
-        {"path": "src/d.py", "line": True, "level": "oops", "message": "odd values"},
+        {"path": "src/c.py", "title": "t" * 1000, "message": "é" * MAX_MESSAGE},
     ]
-    report = {"components": [{"name": "constraints", "findings": findings}]}
-    made, left = to_annotations(report)
+    made, left = to_annotations(_report("constraints", findings))
     assert left == 0
-    assert [a["path"] for a in made] == ["src/a.py", "src/c.py", "src/d.py"]
+    assert [a["path"] for a in made] == ["src/a.py", "src/c.py"]
     long = made[1]
     assert long["start_line"] == 1 and len(long["title"]) <= MAX_TITLE
     assert long["title"].endswith("more characters)")
     assert len(long["message"].encode()) <= MAX_MESSAGE and long["message"].endswith("characters)")
-    assert made[2]["start_line"] == 1 and made[2]["annotation_level"] == "failure"
-    assert made[0]["title"] == "constraints"
+    assert made[0]["title"] == "constraints" and made[0]["annotation_level"] == "failure"
+    # Values no annotation could be made of never reach it: the report's schema refuses
+    # them where the Action reads a report (a line 0 or true, an unknown level).
+    for odd in ({"line": 0}, {"line": True}, {"level": "oops"}):
+        finding = {"path": "src/d.py", "message": "odd values", **odd}
+        with pytest.raises(ValidationError):
+            _report("constraints", [finding])
+
+
+def _report(name: str, findings: list[dict[str, object]]) -> Report:
+    component = {"name": name, "role": "gate", "score": 1.0, "passed": True, "findings": findings}
+    return Report.model_validate({"components": [component]})
 
 
 ONE_LINE_BREAKERS = ["\n", "\r\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"]
@@ -136,16 +146,17 @@ def test_an_annotation_title_is_one_line_without_control_characters(breaker: str
         {"path": "src/b.py", "line": 2, "title": breaker * 3, "message": f"one{breaker}two"},
         {"path": "src/c.py", "line": 3, "title": f"{breaker}x" * 300, "message": "long"},
     ]
-    report = {"components": [{"name": f"tests{breaker}{breaker}evil", "findings": findings}]}
-    made, _ = to_annotations(report)
+    made, _ = to_annotations(_report("tests", findings))
     titles = [a["title"] for a in made]
     assert titles[0] == "first ::error::second"
-    assert titles[1] == "tests evil"  # nothing left of the title: the component's name
+    assert titles[1] == "tests"  # nothing left of the title: the component's name
     assert titles[2].startswith("x x x") and titles[2].endswith("more characters)")
     assert len(titles[2]) <= MAX_TITLE
     for title in titles:
         assert title.isprintable() and title == title.strip(), repr(title)
     assert made[1]["message"] == f"one{breaker}two"  # a message may have lines; GitHub shows them
+    with pytest.raises(ValidationError):  # a component's name is one line where it is read
+        _report(f"tests{breaker}{breaker}evil", findings)
 
 
 def test_the_check_run_title_is_one_line(fake: FakeGitHub, tmp_path: Path) -> None:

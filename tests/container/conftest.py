@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from repogym.run.container.engine import connect
-from tests.docker import base_image, engine_or_skip
+from tests.support.docker import base_image, engine_or_skip
 
 NO_TAR = "repogym-test-no-tar:1"
 

@@ -2,7 +2,7 @@
 ``FROM`` (issue 20): ``node:20-bookworm-slim`` and ``golang:1.22-bookworm``.
 
 This machine cannot pull public images, so the tests make images of those tags on the
-local bookworm base (tests/docker.py): Node from this machine's own ``node`` binary (and
+local bookworm base (tests/support/docker.py): Node from this machine's own ``node`` binary (and
 its npm), Go
 from Debian's ``golang-go`` (1.19) with Debian's ``gotestsum`` on the ``PATH``. The
 examples' Go code keeps to Go 1.19 for that, and the Go example's Dockerfile installs
@@ -35,7 +35,7 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
-from tests.docker import base_image
+from tests.support.docker import base_image
 
 NODE = "node:20-bookworm-slim"
 GO = "golang:1.22-bookworm"

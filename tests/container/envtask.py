@@ -10,7 +10,7 @@ base whatever the pull request does. The ``submission`` branch writes the hostil
 ends the report's output tail), and lists under ``worked`` what it got that it must not.
 The grade passes when the protection held; what the probe saw is checked by the test.
 
-The image is the tests' one image with python3 and pytest (tests/envimage.py), built
+The image is the tests' one image with python3 and pytest (tests/support/envimage.py), built
 through the engine's API once per recipe (:func:`python_image`).
 """
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from repogym.run.container import engine as _engine
-from tests import envimage
-from tests.repo import Repo
+from tests.support import envimage
+from tests.support.repo import Repo
 
 LABEL = "repogym"
 HOST = _engine.HOST  # with the pid namespace, as the owner label has it
@@ -62,7 +62,7 @@ UNWRITTEN = "def attack():\n    raise NotImplementedError\n"
 
 
 def python_image(client: Any) -> str:
-    """The tests' one image with python3 and pytest (tests/envimage.py), by the tag
+    """The tests' one image with python3 and pytest (tests/support/envimage.py), by the tag
     that names its recipe."""
     return envimage.python_image(client)
 

@@ -15,7 +15,7 @@ from repogym._demo import EXAMPLES
 from repogym.env.actions import RunCommand
 from repogym.env.episode import RepoEnv
 from repogym.run.container.engine import LABEL
-from tests.repo import IDENTITY
+from tests.support.repo import IDENTITY
 
 FIXED = (EXAMPLES / "bugfix" / "solution" / "src" / "slugify" / "core.py").read_text()
 

@@ -16,7 +16,7 @@ import pytest
 from repogym.run.container import archive as _archive
 from repogym.run.container import runner as _container
 from repogym.run.container.runner import ContainerRunner
-from tests.docker import LISTING, base_image
+from tests.support.docker import LISTING, base_image
 
 ENTRYPOINT = "repogym-test-entrypoint:1"
 

@@ -40,7 +40,7 @@ REPORT = f"{WORK}/out/junit.xml"
 # Go runs its test binaries from TMPDIR: the tmpfs must allow exec (Docker's default is
 # noexec, and `go test` then fails with "fork/exec /tmp/go-build.../x.test: permission denied").
 TMPFS = {"/tmp": "rw,exec,nosuid,nodev,size=1g"}
-# One tag per checkout, as tests/docker.py: two checkouts tested at once never share one.
+# One tag per checkout, as tests/support/docker.py: two checkouts tested at once never share one.
 SUFFIX = hashlib.sha256(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:12]
 
 

@@ -23,8 +23,8 @@ from repogym.env.actions import RunCommand, Submit, WriteFile
 from repogym.env.episode import RepoEnv
 from repogym.run.container.engine import LABEL
 from tests.container.episodes import git, with_environment
-from tests.envimage import python_image
-from tests.waiting import BACKSTOP
+from tests.support.envimage import python_image
+from tests.support.waiting import BACKSTOP
 
 
 @pytest.fixture(scope="module")

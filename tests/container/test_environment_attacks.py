@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from repogym.run.container.engine import docker_module
-from tests import docker as cli
 from tests.container import envprobes as probes
 from tests.container.envtask import (
     HOST,
@@ -41,6 +40,7 @@ from tests.container.envtask import (
     task_repo,
     wait_for_test_command,
 )
+from tests.support import docker as cli
 
 KEEPER = "/bin/sh -c 'read -r _'"
 

@@ -19,7 +19,7 @@ from repogym.run.container.command import UID
 from repogym.run.container.engine import LABEL
 from repogym.run.container.episode import HOLDER, EpisodeRunner
 from tests.container.episodes import FIXED, ours, run, with_environment
-from tests.envimage import python_image
+from tests.support.envimage import python_image
 
 # Every process's command line in the container, one a line.
 PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"

@@ -21,7 +21,7 @@ from repogym.errors import EngineError, EnvError
 from repogym.run.container.command import UID
 from repogym.run.container.episode import EpisodeRunner
 from tests.container.episodes import ours, run, with_environment
-from tests.envimage import python_image
+from tests.support.envimage import python_image
 
 LOST = "the episode's container is lost: "
 ENDS = "; the episode ends, truncated: call env.reset() for a new one"

@@ -15,7 +15,7 @@ from repogym.batch import Local
 from repogym.env.actions import RunCommand, Submit, WriteFile
 from repogym.env.episode import RepoEnv
 from tests.container.episodes import FIXED, git, ours
-from tests.envimage import python_image
+from tests.support.envimage import python_image
 
 repogym_gym = pytest.importorskip("repogym.env.gym")
 

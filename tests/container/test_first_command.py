@@ -19,7 +19,7 @@ import pytest
 from repogym.run.container import command as _command
 from repogym.run.container import runner as _container
 from repogym.run.container.runner import ContainerRunner
-from tests.docker import LISTING, base_image
+from tests.support.docker import LISTING, base_image
 
 
 @pytest.fixture

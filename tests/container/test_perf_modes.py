@@ -2,7 +2,7 @@
 engine: each run is a fresh container whose process 1 is the measurer, the container's
 own cgroup counts CPU time and the memory peak, and Callgrind in the image counts
 instructions (a container gets no hardware counters). The same benchmark as the host's
-tests (tests/perfmodes.py), in the tests' Python image (tests/envimage.py)."""
+tests (tests/support/perfmodes.py), in the tests' Python image (tests/support/envimage.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.docker import base_image
-from tests.envimage import python_image
-from tests.perfmodes import perf_component, perf_repo
+from tests.support.docker import base_image
+from tests.support.envimage import python_image
+from tests.support.perfmodes import perf_component, perf_repo
 
 WORK = 4_000_000
 SMALL = 300_000

@@ -7,7 +7,7 @@ from pathlib import Path
 from repogym.graders import TestGrader
 from repogym.models import GradeComponent
 from repogym.workspace import Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
 

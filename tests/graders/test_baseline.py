@@ -20,7 +20,7 @@ from repogym.report.render import render
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import PYTEST, grade
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 CALC = (
     "CASES = [1, 2, 3]\n\n\n"

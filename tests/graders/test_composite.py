@@ -8,8 +8,8 @@ from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader, Grader
 from repogym.models import Finding, GradeComponent, Role
 from repogym.workspace import Workspace
-from tests.repo import Repo
-from tests.spec_example import NoTodoGrader
+from tests.support.repo import Repo
+from tests.support.spec_example import NoTodoGrader
 
 REFACTOR_TASK = """\
 version: 1

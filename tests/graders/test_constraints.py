@@ -13,7 +13,7 @@ from repogym.errors import TaskError
 from repogym.graders import CompositeGrader, ConstraintGrader
 from repogym.models import MAX_FINDINGS, Finding, GradeComponent, Role
 from repogym.workspace import Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TESTS = """\
 command: pytest -q --junitxml={junit}

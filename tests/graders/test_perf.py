@@ -24,7 +24,7 @@ from repogym.graders.perf.grader import perf_score
 from repogym.models import Finding, GradeComponent, Role
 from repogym.task import BUILTIN_GRADERS, parse_task
 from repogym.workspace import Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 BENCH = """\
 import json, os, sys, time

@@ -1,5 +1,5 @@
 """The perf grader's modes on the host (issue 24), end to end: real repositories, a real
-benchmark doing a known amount of work (tests/perfmodes.py), real grades.
+benchmark doing a known amount of work (tests/support/perfmodes.py), real grades.
 
 - ``cpu`` counts the whole process tree (forked workers, an orphan nobody waits for) and
   is not fooled by a candidate that idles less; ``wall`` is;
@@ -28,7 +28,7 @@ from repogym.graders.perf import measure as perf_measure
 from repogym.graders.perf.report import PerfFailure
 from repogym.models import CommandResult
 from repogym.sandbox import measure_tree as _measure_tree
-from tests.perfmodes import perf_component, perf_repo
+from tests.support.perfmodes import perf_component, perf_repo
 
 WORK = 4_000_000  # iterations of the loop: about 0.25 s of CPU here
 SMALL = 300_000  # under Callgrind, a run of this is about two seconds

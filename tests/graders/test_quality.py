@@ -11,7 +11,7 @@ import pytest
 from repogym.graders import CompositeGrader, QualityGrader
 from repogym.models import MAX_FINDINGS, Finding, GradeComponent, Role
 from repogym.workspace import Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 # Lengths count from the `def` line to the last line of the body; complexity is 1 plus
 # one per `if` here, so every expected value below is unambiguous.

@@ -7,7 +7,7 @@ import pytest
 
 from repogym.models import Finding
 from tests.graders.projects import CALC, FIXED, HIDDEN, PYTEST, grade, task_text
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 BROKEN = CALC.replace("return a - b\n", "return a + b\n").replace("a + b\n\n", "a - b\n\n", 1)
 

@@ -19,8 +19,8 @@ from repogym.run.host import Runner
 from repogym.task import parse_task
 from repogym.workspace import Workspace
 from tests.graders.projects import CALC, FIXED, HIDDEN, PYTEST, grade, task_text
-from tests.repo import Repo
-from tests.spec_example import NoTodoGrader
+from tests.support.repo import Repo
+from tests.support.spec_example import NoTodoGrader
 
 TESTS = """\
 import pytest

@@ -14,8 +14,8 @@ import zlib
 from pathlib import Path
 
 from repogym.sandbox import users as _sandbox
-from tests.batching import git, lines_of, run_batch
 from tests.security._harness import BUGFIX_TASK, Case, Graded
+from tests.support.batching import git, lines_of, run_batch
 
 # The bugfix example's task with the pull request's own new tests as its targets (and
 # the base's passing tests kept): an attack need not touch the base's tests.

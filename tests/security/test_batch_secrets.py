@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from repogym._demo import build_example_repo
-from tests.batching import git
+from tests.support.batching import git
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="running as another user needs root")
 NOBODY = 65534

@@ -21,7 +21,6 @@ import pytest
 from repogym._demo import build_example_repo
 from repogym.run.host import Runner
 from repogym.sandbox import landlock, seal
-from tests.batching import bugfix_that_waits
 from tests.security._harness import Case
 from tests.security._sealing import (
     ADDED_TASK,
@@ -31,7 +30,8 @@ from tests.security._sealing import (
     remove_segment,
     segment,
 )
-from tests.waiting import BACKSTOP
+from tests.support.batching import bugfix_that_waits
+from tests.support.waiting import BACKSTOP
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own is root's to give"),

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from repogym.graders.tests.grader import OUTPUT_NOT_SHOWN
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 PYTEST = "python -m pytest -q -p no:cacheprovider -o junit_family={family} --junitxml={{junit}}"
 XMLRUNNER = "PYTHONPATH=src python -m xmlrunner discover -s tests -t . --output-file {junit}"

@@ -20,7 +20,7 @@ from repogym.graders.constraints import is_compiled, readings
 from repogym.report.outputs import write_outputs
 from repogym.task import parse_task
 from repogym.tree.atomic import PendingWrite
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TASK = """\
 version: 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from repogym.batch import sources
-from tests.batching import lines_of, run_repogym
+from tests.support.batching import lines_of, run_repogym
 
 HOSTILE = {
     "option": "--upload-pack=touch {mark};false",

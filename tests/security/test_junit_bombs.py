@@ -24,7 +24,7 @@ import repogym.junit
 import repogym.junit.file
 import repogym.junit.parser
 from repogym.junit import LIMITS, Case, JUnitError, Limits, iter_cases
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 MiB = 1 << 20
 CHUNK = repogym.junit.parser._CHUNK

@@ -65,10 +65,17 @@ def connect() -> Any:
     answer; :class:`EngineError` naming the socket and the fix otherwise."""
     docker = docker_module()
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    socket = where.removeprefix("unix://") if where.startswith("unix://") else None
+    if socket is not None and not os.path.exists(socket):  # noqa: PTH110
+        # Said before a client is made: the SDK's own attempt leaves its socket open.
+        raise EngineError(_unreachable(where, FileNotFoundError(f"No such file: {socket}")))
+    client = None
     try:
         client = docker.from_env(timeout=3600)
         client.ping()
     except docker.errors.DockerException as error:
+        if client is not None:
+            client.close()  # its socket, or a warning at exit
         raise EngineError(_unreachable(where, error)) from None
     return client
 

@@ -7,7 +7,7 @@ The reports of real grades come from grading the bundled examples (repogym._demo
 one graded by every grader. The others are edits of those: reports of a grade that
 could not finish (the `error` key of docs/report.md), hostile strings in every place a
 submission controls, and a report too long for GitHub. Then regenerate the goldens:
-`pytest tests/test_render.py --update-golden`.
+`pytest tests/report/test_render.py --update-golden`.
 
 Until the graders write `findings` (issue 8), a component without any gets the findings
 its details describe, in the graders' shape; a report whose graders wrote them keeps its own.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from repogym.tree.git import git
 from repogym.workspace import PATCH_BLOB_LIMIT, Workspace
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TASK = """version: 1
 type: bugfix

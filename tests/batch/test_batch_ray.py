@@ -18,7 +18,7 @@ import pytest
 
 import repogym
 from repogym.batch import Local, Ray
-from tests.batching import (
+from tests.support.batching import (
     blocking_jobs,
     comparable,
     fifo_path,
@@ -27,7 +27,7 @@ from tests.batching import (
     make_tasks,
     run_batch,
 )
-from tests.waiting import BACKSTOP
+from tests.support.waiting import BACKSTOP
 
 ray = pytest.importorskip("ray", reason="pip install -e '.[dev]' installs Ray")
 # Ray's own modules warn of their own deprecations on import; they are not ours.

@@ -17,8 +17,8 @@ import pytest
 
 from repogym._demo import build_example_repo
 from repogym.sandbox import scratch
-from tests.batching import bugfix_that_waits
-from tests.waiting import BACKSTOP
+from tests.support.batching import bugfix_that_waits
+from tests.support.waiting import BACKSTOP
 
 NAMESPACE = Path("/proc/self/ns/pid").stat().st_ino
 
@@ -53,7 +53,7 @@ def test_the_first_directory_of_a_process_removes_what_gone_makers_left() -> Non
             (path / "tree" / "file").write_text("x")
     try:
         maker = (
-            "import shutil; from repogym.tree import scratch; "
+            "import shutil; from repogym.sandbox import scratch; "
             "shutil.rmtree(scratch.holder('repogym-probe-'))"
         )
         subprocess.run([sys.executable, "-c", maker], check=True, timeout=BACKSTOP)
@@ -131,7 +131,7 @@ def test_a_locked_leftover_is_removed_and_its_place_keeps_its_mode(holder: Path)
     (leftover / "tree" / "src").chmod(0o555)
     (leftover / "unlistable").chmod(0o000)
     leftover.chmod(0o000)
-    sweeper = f"from repogym.tree import scratch; scratch.sweep({str(place)!r})"
+    sweeper = f"from repogym.sandbox import scratch; scratch.sweep({str(place)!r})"
     subprocess.run(
         [sys.executable, "-c", sweeper], user=uid, group=uid, check=True, timeout=BACKSTOP
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BASE = os.environ.get("REPOGYM_TEST_BASE_IMAGE", "repogym-base:bookworm")
 # One tag per checkout: two checkouts tested at once on one engine never run each other's.
 IMAGE = "repogym-action:test-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]

@@ -20,8 +20,8 @@ from repogym.errors import CommandNotFound, RepogymError, WorkspaceError
 from repogym.graders import CompositeGrader, ConstraintGrader, TestGrader
 from repogym.models import GradeComponent, GradeResult
 from repogym.task import TASK_FILE, parse_task
-from tests.repo import Repo
-from tests.spec_example import NoTodoGrader
+from tests.support.repo import Repo
+from tests.support.spec_example import NoTodoGrader
 
 CORE = "src/slugify/core.py"
 SOLUTION = (EXAMPLES / "bugfix" / "solution" / CORE).read_text()

@@ -14,7 +14,7 @@ from repogym.errors import TaskError
 from repogym.report.build import report_dict, user_error_report
 from repogym.report.schema import Report, problems, template_view
 
-SCHEMA = Path(__file__).parent.parent / "docs" / "report.schema.json"
+SCHEMA = Path(__file__).parents[2] / "docs" / "report.schema.json"
 
 
 def test_the_published_schema_is_the_models() -> None:

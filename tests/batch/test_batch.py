@@ -27,7 +27,7 @@ from repogym._demo import build_example_repo
 from repogym.batch import Local
 from repogym.batch.jobs import Job
 from repogym.batch.lines import line_of
-from tests.batching import (
+from tests.support.batching import (
     assert_alone,
     blocking_jobs,
     comparable,
@@ -44,7 +44,7 @@ from tests.batching import (
     run_repogym,
     status,
 )
-from tests.waiting import BACKSTOP
+from tests.support.waiting import BACKSTOP
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from repogym.errors import TaskError
 from repogym.task import load_task, parse_task
 from repogym.task._values import TASK_MAX_TIMEOUT
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 HEAD = "version: 1\ntype: bugfix\n"
 TESTS = HEAD + "tests:\n  command: t {junit}\n  fail_to_pass: [a.py::t]\n"  # key on line 3

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TASK = """version: 1
 type: refactor

@@ -1,5 +1,5 @@
 """Finding why a test file did not load in a runner's output. The real outputs of pytest,
-unittest (xmlrunner) and ``node --test`` are checked in tests/test_testids.py; these are
+unittest (xmlrunner) and ``node --test`` are checked in tests/junit/test_testids.py; these are
 the edges."""
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from repogym.report.redact import NOT_SHOWN, published
+from repogym.report.redact import NOT_SHOWN, redacted
 from repogym.report.render import TEMPLATES, render
 
-REPORTS = Path(__file__).parent / "data" / "reports"
+REPORTS = Path(__file__).parent.parent / "data" / "reports"
 SECRET = "def test_ties(): assert top(['b', 'a']) == ['a']  # the hidden test's source"
 
 
@@ -68,7 +68,7 @@ def hidden_report() -> dict[str, Any]:
 def test_the_tests_say_counts_and_public_ids_only() -> None:
     report = hidden_report()
     kept = copy.deepcopy(report)
-    shown = published(report)
+    shown = redacted(report)
     assert report == kept  # the input is not changed
     assert SECRET not in json.dumps(shown)
     tests = next(c for c in shown["components"] if c["name"] == "tests")
@@ -114,7 +114,7 @@ def test_the_sentences_are_the_graders() -> None:
 
 def test_a_report_without_hidden_tests_is_shown_as_it_is() -> None:
     report = json.loads((REPORTS / "fail.json").read_text())
-    assert published(report) is report
+    assert redacted(report) is report
 
 
 def test_hidden_tests_from_outside_count_too() -> None:
@@ -122,7 +122,7 @@ def test_hidden_tests_from_outside_count_too() -> None:
     said = next(c for c in report["components"] if c["name"] == "tests")["messages"]
     assert any("AssertionError: assert 'crme-brlee'" in m for m in said)
     report["task"]["hidden_tests"] = "outside"
-    tests = next(c for c in published(report)["components"] if c["name"] == "tests")
+    tests = next(c for c in redacted(report)["components"] if c["name"] == "tests")
     assert not any("AssertionError" in m for m in tests["messages"])
     assert "fail_to_pass: 1 of 2 passed" in tests["messages"]
 
@@ -157,10 +157,10 @@ def test_no_number_the_submission_chooses_is_shown() -> None:
             "findings": [],
         }
     )
-    shown = json.dumps(published(report))
+    shown = json.dumps(redacted(report))
     for chosen in ("42", "987654321", "1.23", SECRET):
         assert chosen not in shown, chosen
-    command = next(c for c in published(report)["components"] if c["name"] == "tests")
+    command = next(c for c in redacted(report)["components"] if c["name"] == "tests")
     assert command["details"]["command"]["exit_code"] == "non-zero"
     assert command["details"]["command"]["timed_out"] is False
     for template in TEMPLATES:

@@ -1,5 +1,5 @@
 """The image the environment tests grade in (issue 20): :data:`PYTHON`, the local bookworm
-base (tests/docker.py) with Debian's pytest, since this machine cannot pull public images.
+base (tests/support/docker.py) with Debian's pytest, since this machine cannot pull public images.
 
 Built through the engine's SDK, once per engine at most: the image carries the key of
 its recipe (the base's id and the Dockerfile) in the label :data:`RECIPE` and in a tag of
@@ -18,7 +18,7 @@ from typing import Any
 import docker
 import docker.errors
 
-from tests.docker import base_image, engine_or_skip
+from tests.support.docker import base_image, engine_or_skip
 
 PYTHON = "repogym-test-python:env"
 RECIPE = "repogym.test-image.recipe"

@@ -26,7 +26,7 @@ from typing import Any
 
 from repogym import grade
 from repogym.models import GradeComponent
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 BENCH = """\
 import json, os, signal, sys, time

@@ -8,7 +8,7 @@ import pytest
 from repogym.errors import EngineError
 from repogym.run.image import _context, _digest
 from repogym.task import parse_task
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 TASK = parse_task(
     b"version: 1\ntype: bugfix\nenvironment: {dockerfile: .repogym/Dockerfile}\n"

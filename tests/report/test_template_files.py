@@ -12,7 +12,7 @@ from repogym.report.render import render
 from repogym.report.template_files import MAX_BYTES, TemplateFilesError, templates_at, templates_in
 from tests.action.gitrepo import Origin, Symlink, git
 
-REPORTS = Path(__file__).parent / "data" / "reports"
+REPORTS = Path(__file__).parent.parent / "data" / "reports"
 
 
 @pytest.fixture

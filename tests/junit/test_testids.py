@@ -20,7 +20,7 @@ from repogym.graders.tests.loadfailure import LoadFailure, load_failure
 from repogym.junit import Case, Outcome, iter_cases, testids
 from repogym.junit.testids import TestResult, collect
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent  # tests/
 DATA = HERE / "data" / "junit"
 RUNNERS = HERE / "runners"
 MODULES = RUNNERS / "node_modules"

@@ -14,7 +14,7 @@ import pytest
 from repogym.errors import CommandNotFound, RepogymError
 from repogym.models import CommandResult
 from repogym.run.notfound import first_program, missing_program, not_found, on_path
-from tests.repo import Repo
+from tests.support.repo import Repo
 
 DASH = "/bin/sh: 1: node: not found\n"
 BASH = "bash: line 1: node: command not found\n"

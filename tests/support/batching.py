@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from repogym._demo import build_example_repo
-from tests.repo import IDENTITY
-from tests.shell import repogym_command
-from tests.waiting import BACKSTOP
+from tests.support.repo import IDENTITY
+from tests.support.shell import repogym_command
+from tests.support.waiting import BACKSTOP
 
 # What differs between two grades of one job: when and how long, and where it ran.
 VARYING = ("timings", "duration", "seconds", "output_tail", "command")

@@ -18,7 +18,7 @@ from repogym.report.build import text_table, to_json
 from repogym.report.outputs import output_problems, write_outputs
 from repogym.report.render import render
 from repogym.tree.atomic import PendingWrite, write_atomic
-from tests.devices import device, stdout_link
+from tests.support.devices import device, stdout_link
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "image.lock"
 COMMAND = (
     "uv pip compile pyproject.toml requirements/image.in --extra action --universal "

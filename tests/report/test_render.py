@@ -2,7 +2,7 @@
 
 Golden files (tests/golden/TEMPLATE/CASE.md) hold what each built-in template renders
 from each report of tests/data/reports/ (made by make_reports.py there); regenerate them
-with ``pytest tests/test_render.py --update-golden`` and review the diff.
+with ``pytest tests/report/test_render.py --update-golden`` and review the diff.
 
 What GitHub shows is checked on the HTML of cmark-gfm, the parser GitHub renders
 Markdown with: no tag nor link the templates did not write, every ``<details>`` closed
@@ -24,8 +24,8 @@ import pytest
 from repogym.errors import UsageError
 from repogym.report.render import TEMPLATES, code, fence, md, render, score
 from tests.data.reports.make_reports import HOSTILE
-from tests.github_html import LINKED, Shown, github_html
-from tests.packaging import ROOT, InstalledWheel
+from tests.support.github_html import LINKED, Shown, github_html
+from tests.support.packaging import ROOT, InstalledWheel
 
 REPORTS = ROOT / "tests" / "data" / "reports"
 GOLDEN = ROOT / "tests" / "golden"
