@@ -111,8 +111,6 @@ def _static_checks(
                 result.problem(line)
         _check_test_files(result, baseline, task, hidden)
         _check_id_characters(result, task)
-        for line in task.tests.expired() if task.tests else ():
-            result.problem(line)
         _check_settings(result, baseline, task)
     finally:
         shutil.rmtree(holder, ignore_errors=True)

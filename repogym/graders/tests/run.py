@@ -67,10 +67,8 @@ def run_tests(
     sides: Sides = GRADED,
     *,
     times: int = 1,
-    select: tuple[str, ...] = (),
 ) -> tuple[TestRun, ...]:
-    """Run the tests ``times`` times in one fresh copy of ``sides`` (one ``setup``);
-    ``select``: only these ids (a rerun, issue 47: see :func:`can_select`)."""
+    """Run the tests ``times`` times in one fresh copy of ``sides`` (one ``setup``)."""
     hidden_root, hidden_files = hidden
     copies = copies_dir(workspace.snapshot().size)
     with scratch.held("repogym-tests-", copies, commands=True) as holder:
@@ -90,7 +88,7 @@ def run_tests(
             place(tree, path, from_tree=hidden_root)
         runner.add(tree, hidden_files)
         files = _with_hidden(files, hidden)
-        return tuple(_run_once(config, runner, tree, files, n, select) for n in range(times))
+        return tuple(_run_once(config, runner, tree, files, n) for n in range(times))
 
 
 def _with_hidden(files: RunFiles, hidden: Hidden) -> RunFiles:
@@ -142,35 +140,18 @@ def _set_up(
     return None
 
 
-def can_select(config: TestsConfig) -> bool:
-    """Whether a run can be made of chosen ids: the task says how (``rerun_command``), or
-    the runner is pytest or unittest, which the grader's start-up cuts to them."""
-    command = config.command
-    return config.rerun_command is not None or runs_pytest(command) or runs_unittest(command)
-
-
 def _run_once(
-    config: TestsConfig,
-    runner: CommandRunner,
-    tree: Path,
-    files: RunFiles,
-    index: int,
-    select: tuple[str, ...] = (),
+    config: TestsConfig, runner: CommandRunner, tree: Path, files: RunFiles, index: int
 ) -> TestRun:
-    """The test command in ``tree``, its report in a directory of its own; with
-    ``select``, the rerun command or the guard told to keep those ids."""
+    """The test command in ``tree``, its report in a directory of its own."""
     # Next to the copy, in the grader's own directory: the sandbox user's clean-up
     # removes what that user owns at the top of /tmp.
     reports = tree.parent / f"junit-{index}"
     reports.mkdir()
     junit = reports / "junit.xml"
-    template = config.command
-    if select and config.rerun_command is not None:
-        ids = " ".join(shlex.quote(i) for i in select)
-        template = config.rerun_command.replace("{ids}", ids)
-    shown = template.replace("{junit}", shlex.quote(str(junit)))
+    shown = config.command.replace("{junit}", shlex.quote(str(junit)))
     command, start = shown, []
-    if runs_pytest(template):
+    if runs_pytest(config.command):
         site, command = _pytest_start.prepare(
             shown,
             tree,
@@ -179,11 +160,10 @@ def _run_once(
             config=files.pytest.path,
             plugins=files.pytest.plugins,
             object_format=files.object_format,
-            select=select,
         )
         start = [site]
-    elif runs_unittest(template):
-        site, command = _python_start.prepare(shown, tree, reports, "unittest", select)
+    elif runs_unittest(config.command):
+        site, command = _python_start.prepare(shown, tree, reports, "unittest")
         start = [site]
     run = runner.run(
         command,
