@@ -60,8 +60,7 @@ def publish_uploaded(
             "its head any more (it moved on or was closed): nothing to publish"
         )
         return None
-    report = read_report(settings.report, run["head_sha"])
-    model = Report.model_validate(report)  # read_report checked it fits
+    report, model = read_report(settings.report, run["head_sha"])
     pull = _pull_of(model, pulls, settings.report)
     _refuse_workflow_changes(github, pull)
     error = model.error.message if model.error is not None else None
@@ -182,10 +181,10 @@ def _shown(value: object) -> str:
     return "missing" if value is None else shown(value)
 
 
-def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
+def read_report(path: Path | None, head_sha: str) -> tuple[dict[str, Any], Report]:
     """The uploaded report at ``path``: a regular file (not a link) of at most
     :data:`MAX_REPORT` bytes, a JSON report of this version valid by its schema
-    (:mod:`repogym.report.schema`), about ``head_sha``."""
+    (:mod:`repogym.report.schema`), about ``head_sha``; as read, and as its model."""
     if path is None:
         raise ArtifactError(
             "input `report`: mode publish reads the uploaded report there; give the path "
@@ -232,13 +231,14 @@ def read_report(path: Path | None, head_sha: str) -> dict[str, Any]:
         raise ArtifactError(
             *(f"{path}: the uploaded report does not fit its schema: {line}" for line in found)
         )
-    head = Report.model_validate(report).head.sha
+    model = Report.model_validate(report)  # it fits: problems() found nothing
+    head = model.head.sha
     if head != head_sha:
         raise ArtifactError(
             f"{path}: the uploaded report grades {str(head)[:40]!r}, not the run's head "
             f"{head_sha}: not published"
         )
-    return report
+    return report, model
 
 
 def _kind(mode: int) -> str:
