@@ -10,6 +10,7 @@ import repogym
 from repogym import progress
 from repogym._demo import EXAMPLES, build_example_repo
 from repogym.models import CommandResult, GradeComponent
+from tests.support.perfmodes import perf_repo
 
 
 @dataclass
@@ -52,3 +53,15 @@ def test_a_grade_tells_its_graders_and_commands_in_order(tmp_path: Path) -> None
     assert recorder.events[last + 1] == ("finished", "tests")
     # Outside a grade nobody is told.
     assert progress.current() is None
+
+
+def test_a_measured_benchmark_is_told_by_the_task_s_command(tmp_path: Path) -> None:
+    # timing: cpu runs the benchmark inside a measurer (a Python script of its own, given
+    # on the command line): the log names the task's command, not that script.
+    settings = {"timing": "cpu", "runs": 1, "warmup": 0, "min_speedup": 2}
+    repo = perf_repo(tmp_path / "repo", {"work": 1000}, {"work": 1000}, settings)
+    recorder = Recorder()
+    repogym.grade(repo.root, base="main", progress=recorder)
+    perf = recorder.events[recorder.events.index(("started", "perf")) :]
+    commands = {cmd for kind, cmd in perf if kind in ("command", "done")}
+    assert commands == {"python bench.py"}, commands

@@ -37,10 +37,17 @@ def test_cpu_in_an_environment_counts_the_tree_and_not_idling(tmp_path: Path, im
     # children's accounting (SIGCHLD ignored), and does not sleep.
     candidate = {"work": WORK, "workers": 2, "hide": True}
     component = graded(
-        tmp_path, image, {"work": WORK, "sleep": 0.5}, candidate, timing="cpu", noise_floor=1.5
+        tmp_path,
+        image,
+        {"work": WORK, "sleep": 0.5},
+        candidate,
+        timing="cpu",
+        noise_floor=2.5,
+        min_speedup=4,
     )
-    # The same work: 1.18x has been seen on a busy machine; uncounted workers give many times.
-    assert 0.6 < component.details["speedup"] < 1.5, component.messages
+    # The same work: 1.18x has been seen on a busy machine and 1.50x on CI's busiest run;
+    # uncounted workers give about 9x (a Python start alone).
+    assert 0.6 < component.details["speedup"] < 2.5, component.messages
     assert component.score == 0
     (tmp_path / "less").mkdir()
     component = graded(tmp_path / "less", image, {"work": 3 * WORK}, {"work": WORK}, timing="cpu")

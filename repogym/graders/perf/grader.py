@@ -36,7 +36,7 @@ import math
 import random
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from repogym.errors import CommandNotFound
@@ -176,10 +176,12 @@ class _Bench:
             self.trees[side],
             timeout=self.config.timeout,
             env={**pinned, PAD: pad},
+            # The log shows the task's command, not the measurer's script around it.
+            shown=None if what is None else self.config.command,
         )
         figures = None
         if what is not None:
-            result, figures = perf_measure.taken(replace(result, command=self.config.command))
+            result, figures = perf_measure.taken(result)
             _measurer_error(figures, result)
         self.runner.found(result, "perf.command")
         where = f"the {side} benchmark ({which})"
