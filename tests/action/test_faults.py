@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from repogym._demo import EXAMPLES
 from repogym_action.retry import MAX_WAIT
-from tests.action.fake_github import Fault
+from tests.action.fake_github import FakeGitHub, Fault
 from tests.action.gitrepo import Pull, files_of
 from tests.action.job import Job, Step
+from tests.action.runners import Process
 from tests.support.terminal import write_table
 
 CHECKS = "/repos/{owner}/{repo}/check-runs"
@@ -148,6 +153,37 @@ MEASURED: dict[str, tuple[int, str]] = {}
 WAIT = re.compile(r"; waiting ([0-9.]+) s ")
 
 
+@dataclass(frozen=True)
+class Faulted:
+    """What one fault's run came to: the step, the comments and check runs left."""
+
+    step: Step
+    comments: list[dict[str, Any]]
+    runs: list[tuple[str, str]]
+    violations: list[str]
+
+
+def _run_with(root: Path, name: str) -> Faulted:
+    with FakeGitHub() as fake:
+        job = Job(root, fake, Process())
+        for method, path, faults in FAULTS[name]:
+            fake.fail(method, path, *faults)
+        pull, step = graded(job)
+        runs = [(r["status"], r["conclusion"]) for r in fake.check_runs(pull.head_sha)]
+        return Faulted(step, fake.comments(7), runs, list(fake.violations))
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Faulted]]:
+    """Every fault's run, all at once: most of each is waiting (a timeout of 30 s, a
+    secondary rate limit's minute), which one after another took three minutes here."""
+    roots = {name: tmp_path_factory.mktemp("fault") for name in FAULTS}
+    with ThreadPoolExecutor(max_workers=len(FAULTS)) as pool:
+        futures = {name: pool.submit(_run_with, roots[name], name) for name in FAULTS}
+        done = {name: future.result() for name, future in futures.items()}
+    yield done
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _table(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
@@ -156,17 +192,14 @@ def _table(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
-def test_each_fault_leaves_one_comment_and_a_completed_check_run(job: Job, name: str) -> None:
-    for method, path, faults in FAULTS[name]:
-        job.fake.fail(method, path, *faults)
-    pull, step = graded(job)
+def test_each_fault_leaves_one_comment_and_a_completed_check_run(
+    faulted: dict[str, Faulted], name: str
+) -> None:
+    found = faulted[name]
+    step, comments, runs = found.step, found.comments, found.runs
+    assert found.violations == []
     assert "Traceback" not in step.log
-    comments = job.fake.comments(7)
-    runs = [(r["status"], r["conclusion"]) for r in job.fake.check_runs(pull.head_sha)]
-    MEASURED[name] = (
-        len(comments),
-        ", ".join(f"{status} {conclusion}" for status, conclusion in runs),
-    )
+    MEASURED[name] = (len(comments), ", ".join(f"{status} {end}" for status, end in runs))
     assert len(comments) == 1, step.log
     assert runs == [("completed", "success")], step.log
     assert "repogym: passed" in comments[0]["body"]
