@@ -19,6 +19,7 @@ from typing import Any
 
 from repogym.errors import CommandNotFound, RepogymError, UnknownRef, WorkspaceError
 from repogym.graders import CompositeGrader
+from repogym.graders.tests import reruns as _reruns
 from repogym.grading import grade
 from repogym.junit.testids import escape_controls, file_of
 from repogym.models import GradeResult, Role, format_score
@@ -111,6 +112,8 @@ def _static_checks(
                 result.problem(line)
         _check_test_files(result, baseline, task, hidden)
         _check_id_characters(result, task)
+        for line in task.tests.expired() if task.tests else ():
+            result.problem(line)
         _check_settings(result, baseline, task)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
@@ -341,11 +344,7 @@ def _check_solution(
     for attempt in range(1, repeat + 1):
         graded = grade_once()
         _record(graded, outcomes, speedups)
-        label = (
-            f"the reference solution (run {attempt} of {repeat})"
-            if repeat > 1
-            else "the reference solution"
-        )
+        label = "the reference solution" + (f" (run {attempt} of {repeat})" if repeat > 1 else "")
         _check_attempt(result, graded, label, threshold)
     _check_runs(result, outcomes, speedups, repeat)
     return speedups
@@ -388,10 +387,14 @@ def _check_runs(
 
 
 def _record(graded: GradeResult, outcomes: dict[str, set[str]], speedups: list[float]) -> None:
+    """Each test's outcomes, both where its reruns saw both, and the speed-up."""
     for component in graded.components:
         if component.name == "tests":
             for kind in ("fail_to_pass", "pass_to_pass"):
                 for test_id, outcome in component.details.get(kind, {}).items():
                     outcomes[test_id].add(outcome)
+            for test_id, rerun in component.details.get("reruns", {}).get("tests", {}).items():
+                if rerun["class"] in _reruns.SEEN_BOTH:
+                    outcomes[test_id] |= {"failed", "passed"}
         if component.name == "perf" and "speedup" in component.details:
             speedups.append(float(component.details["speedup"]))

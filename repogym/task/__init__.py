@@ -3,6 +3,7 @@
 
 from repogym.task._perf import Measure, PerfConfig, Timing
 from repogym.task._runners import runs_pytest, runs_unittest
+from repogym.task._tests import FlakyConfig, Quarantined, TestsConfig
 from repogym.task.load import TaskFile, TaskSource, load_task, parse_task
 from repogym.task.schema import (
     BUILTIN_GRADERS,
@@ -12,7 +13,6 @@ from repogym.task.schema import (
     GradingConfig,
     Task,
     TaskType,
-    TestsConfig,
 )
 
 __all__ = [
@@ -20,9 +20,11 @@ __all__ = [
     "TASK_FILE",
     "ConstraintsConfig",
     "CustomGrader",
+    "FlakyConfig",
     "GradingConfig",
     "Measure",
     "PerfConfig",
+    "Quarantined",
     "Task",
     "TaskFile",
     "TaskSource",

@@ -20,6 +20,7 @@ The user's work tree is never written.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from repogym.graders.base import BuiltinGrader
 from repogym.graders.tests import findings as _test_findings
 from repogym.graders.tests import hints as _test_hints
+from repogym.graders.tests import reruns as _reruns
 from repogym.graders.tests.base_runs import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
 from repogym.graders.tests.outcome import FAILURES, TestsOutcome
 from repogym.graders.tests.run import Hidden, TestRun, run_tests
@@ -82,6 +84,19 @@ class TestGrader(BuiltinGrader):
             hidden_changed=self.hidden is None and _hidden_changed(workspace, config),
             against=against,
         )
+        again = None
+        if outcome.problem is None:
+            again = _reruns.rerun(
+                workspace,
+                config,
+                runner,
+                hidden,
+                targets=outcome.fail_to_pass,
+                regressions=outcome.pass_to_pass,
+                base=against.base if against is not None else None,
+            )
+        today = datetime.datetime.now(datetime.timezone.utc).date()
+        outcome = outcome.settled(again, config, today)
         return _component(outcome, workspace)
 
     def _hidden_root(self, workspace: Workspace, config: TestsConfig) -> Path | None:
@@ -214,6 +229,7 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
     }
     if outcome.against is not None:
         details.update(_against_details(outcome, outcome.against))
+    details.update(_flaky_details(outcome))
     if run is not None:
         details["command"] = {
             "command": run.command,
@@ -224,6 +240,29 @@ def _details(outcome: TestsOutcome) -> dict[str, Any]:
             "output_cut_bytes": run.stdout_cut + run.stderr_cut,
         }
     return details
+
+
+def _flaky_details(outcome: TestsOutcome) -> dict[str, Any]:
+    """The failing tests run again and the tests in quarantine (issue 47), if any."""
+    details: dict[str, Any] = {}
+    if outcome.reruns is not None:
+        # With hidden tests, an id the base's runs found may be one of theirs: counts only.
+        counted_only = outcome.hidden_ran and outcome.against is not None
+        not_named = frozenset(outcome.reruns.tests) if counted_only else outcome.hidden_ids
+        details["reruns"] = outcome.reruns.details(not_named)
+    if outcome.quarantined:
+        shown = {i: r for i, r in outcome.quarantined.items() if i not in outcome.hidden_ids}
+        details["quarantined"] = {"tests": shown, "hidden": len(outcome.quarantined) - len(shown)}
+    return details
+
+
+def _flaky_messages(outcome: TestsOutcome) -> list[str]:
+    """What the reruns found, counted; the tests in quarantine; the entries past date."""
+    said = outcome.reruns.message() if outcome.reruns is not None else None
+    messages = [said] if said is not None else []
+    if outcome.quarantined:
+        messages.append(f"quarantined, not counted: {counted(len(outcome.quarantined), 'test')}")
+    return messages + [f"warning: {line}" for line in outcome.expired]
 
 
 def _against_details(outcome: TestsOutcome, against: AgainstBase) -> dict[str, Any]:
@@ -289,7 +328,7 @@ def _messages(outcome: TestsOutcome) -> list[str]:
         messages += _name_ids(outcome, "pass_to_pass")
     if outcome.against is not None:
         messages += outcome.against.messages(named=not outcome.hidden_ran)
-    return messages + _exit_code_warnings(run, outcome.results)
+    return messages + _flaky_messages(outcome) + _exit_code_warnings(run, outcome.results)
 
 
 def _exit_code_warnings(run: CommandResult | None, results: Mapping[str, TestResult]) -> list[str]:

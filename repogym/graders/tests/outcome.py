@@ -5,9 +5,11 @@ from this one value (repogym.graders.tests.grader, _test_hints, _test_findings).
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
+from repogym.graders.tests.reruns import Reruns
 from repogym.graders.tests.runfiles import RunFiles
 from repogym.graders.tests.versus_base import AgainstBase
 from repogym.junit import Outcome
@@ -59,6 +61,32 @@ class TestsOutcome:
     tests_from: str  # the commit whose tests ran: the base tip (issue 19)
     # The base's runs read against the submission's (issue 22), when the task runs them.
     against: AgainstBase | None = None
+    # The failing tests run again (issue 47), when any failed and the runner can be told.
+    reruns: Reruns | None = None
+    quarantined: Mapping[str, str] = field(default_factory=dict)  # id: the entry's reason
+    expired: tuple[str, ...] = ()  # the quarantine entries past their date, said
+
+    def settled(
+        self, reruns: Reruns | None, config: TestsConfig, today: datetime.date
+    ) -> TestsOutcome:
+        """This outcome once the failing tests ran again and the quarantine is read (issue
+        47): a test whose failure does not count (flaky before the change, already broken,
+        a target that passed when run again, one in quarantine) is no longer failing or
+        broken; its outcome stays as the first run had it."""
+        quarantined = {
+            i: entry.reason
+            for i in (*self.fail_to_pass, *self.pass_to_pass)
+            if (entry := config.quarantined(i, today)) is not None
+        }
+        forgiven = set(quarantined) | (reruns.forgiven(config) if reruns else set())
+        return replace(
+            self,
+            failing=tuple(i for i in self.failing if i not in forgiven),
+            broken=tuple(i for i in self.broken if i not in forgiven),
+            reruns=reruns,
+            quarantined=quarantined,
+            expired=config.expired(today),
+        )
 
     @classmethod
     def of(

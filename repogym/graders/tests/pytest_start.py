@@ -66,13 +66,15 @@ def prepare(
     config: str | None,
     plugins: tuple[str, ...],
     object_format: str = "sha1",
+    select: tuple[str, ...] = (),
 ) -> tuple[Path, str]:
     """The directory the command must read (the start-up modules of
     :mod:`repogym.graders.tests.python_start`, the guard and its manifest, written there) and
     the command to run instead of ``command``: the variables set, then ``command``
     (``written``: the run's files by path and git blob id; ``config``: the base's
-    configuration file at the top of the tree; ``plugins``: its required plugins). The
-    guard's refusal is written into ``reports``."""
+    configuration file at the top of the tree; ``plugins``: its required plugins;
+    ``select``: the ids a rerun runs, none for all). The guard's refusal is written into
+    ``reports``."""
     guard, started = _python_start.prepare(command, tree, reports, "pytest")
     (guard / f"{GUARD}.py").write_bytes(_GUARD_SOURCE.read_bytes())
     manifest = {
@@ -80,6 +82,7 @@ def prepare(
         "files": dict(written),
         "plugins": list(plugins),
         "object_format": object_format,
+        "select": list(select),
     }
     (guard / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     options = ["-p", GUARD]

@@ -39,6 +39,7 @@ import contextlib
 import os
 import sys
 import types
+from typing import Any
 
 # os.path, not pathlib: absolute without resolving links, as sys.path holds them.
 HERE = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
@@ -109,7 +110,7 @@ def _theirs(name: str) -> None:
 def give_back() -> None:
     """The environment as the task set it, for the processes the tests start."""
     value = os.environ.pop(TASK_VARIABLE, None)
-    for name in ("REPOGYM_PYTHON_TREE", "REPOGYM_PYTHON_RUNNER"):
+    for name in ("REPOGYM_PYTHON_TREE", "REPOGYM_PYTHON_RUNNER", "REPOGYM_PYTHON_SELECT"):
         os.environ.pop(name, None)
     was = os.environ.pop("REPOGYM_WAS_PYTHONNOUSERSITE", "")
     if was.startswith("="):
@@ -140,9 +141,48 @@ def _bytecode_of_its_own() -> None:
     sys.pycache_prefix = tempfile.mkdtemp(prefix="repogym-pycache-")
 
 
+def _select(tree: str, chosen: str) -> None:
+    """A rerun of unittest (issue 47) runs the ids in the file ``chosen`` and nothing
+    else: the suite the program made is cut to the tests whose id (the module's file in
+    ``tree``, its classes and the method, as the report names them) is one of them. A
+    module that failed to load stays: its one record is its file's."""
+    import json
+    import unittest
+
+    with open(chosen, encoding="utf-8") as listed:  # noqa: PTH123
+        wanted = set(json.load(listed))
+
+    def test_id(test: object) -> str | None:
+        module = sys.modules.get(type(test).__module__)
+        where = getattr(module, "__file__", None)
+        if where is None:
+            return None
+        path = os.path.relpath(os.path.realpath(where), tree).replace(os.sep, "/")
+        classes = type(test).__qualname__.replace(".", "::")
+        return f"{path}::{classes}::{getattr(test, '_testMethodName', '')}"
+
+    def kept(suite: unittest.TestSuite) -> unittest.TestSuite:
+        chosen_tests: list[unittest.TestSuite | unittest.TestCase] = []
+        for test in suite:
+            if isinstance(test, unittest.TestSuite):
+                chosen_tests.append(kept(test))
+            elif type(test).__name__ == "_FailedTest" or test_id(test) in wanted:
+                chosen_tests.append(test)
+        return unittest.TestSuite(chosen_tests)
+
+    run_tests = unittest.TestProgram.runTests
+
+    def runs_the_chosen(program: Any) -> None:
+        program.test = kept(program.test)
+        run_tests(program)
+
+    unittest.TestProgram.runTests = runs_the_chosen  # type: ignore[method-assign,assignment]
+
+
 def _start() -> None:
     tree = os.environ.get("REPOGYM_PYTHON_TREE", "")
     runner = os.environ.get("REPOGYM_PYTHON_RUNNER", "")
+    chosen = os.environ.get("REPOGYM_PYTHON_SELECT", "")
     _bytecode_of_its_own()
     _lay_out(os.path.realpath(tree) if tree else "")
     _theirs("sitecustomize")
@@ -156,6 +196,8 @@ def _start() -> None:
         for name in _RUNNER_MODULES:
             with contextlib.suppress(ImportError):
                 __import__(name)
+        if chosen:
+            _select(os.path.realpath(tree), chosen)
     restore()
 
 

@@ -27,6 +27,7 @@ script) keep the list of restored files (:data:`repogym.graders.tests.runfiles.R
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -39,12 +40,15 @@ _MENTIONS = re.compile(r"(?<![\w])PYTHONPATH(?![\w])")
 TASK_VARIABLE = "REPOGYM_TASK_PYTHONPATH"
 
 
-def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path, str]:
+def prepare(
+    command: str, tree: Path, reports: Path, runner: str, select: tuple[str, ...] = ()
+) -> tuple[Path, str]:
     """The directory of the run's start-up modules (written beside ``reports``, the
     grader's and only readable to the command: one step of the command before the runner,
     the submission's code, rewrote the sitecustomize in it: issue 44's red team) and the
     command to run instead of ``command``: the variables set, then ``command`` with every
-    mention of ``PYTHONPATH`` renamed. ``runner`` is ``pytest`` or ``unittest``."""
+    mention of ``PYTHONPATH`` renamed. ``runner`` is ``pytest`` or ``unittest``;
+    ``select``: the ids a rerun of unittest runs (issue 47), none for all."""
     site = reports.with_name(f"{reports.name}-start")
     site.mkdir(mode=0o755)
     site.chmod(0o755)
@@ -60,4 +64,7 @@ def prepare(command: str, tree: Path, reports: Path, runner: str) -> tuple[Path,
         "export PYTHONNOUSERSITE=1",
         f"export REPOGYM_PYTHON_TREE={shlex.quote(str(tree))} REPOGYM_PYTHON_RUNNER={runner}",
     ]
+    if select:
+        (site / "select.json").write_text(json.dumps(list(select)), encoding="utf-8")
+        lines.append(f"export REPOGYM_PYTHON_SELECT={shlex.quote(str(site / 'select.json'))}")
     return site, "\n".join([*lines, _MENTIONS.sub(TASK_VARIABLE, command)])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -67,8 +67,12 @@ def run_tests(
     sides: Sides = GRADED,
     *,
     times: int = 1,
+    select: tuple[str, ...] = (),
+    reselect: Callable[[tuple[TestRun, ...]], tuple[str, ...]] | None = None,
 ) -> tuple[TestRun, ...]:
-    """Run the tests ``times`` times in one fresh copy of ``sides`` (one ``setup``)."""
+    """Run the tests up to ``times`` times in one fresh copy of ``sides`` (one ``setup``);
+    ``select``: only these ids (a rerun, issue 47: see :func:`can_select`); ``reselect``,
+    told the runs so far, the ids the next run runs: none left ends the runs."""
     hidden_root, hidden_files = hidden
     copies = copies_dir(workspace.snapshot().size)
     with scratch.held("repogym-tests-", copies, commands=True) as holder:
@@ -77,7 +81,10 @@ def run_tests(
         files = _runfiles.build(workspace, config, tree, links=links, sides=sides)
         problem = _set_up(workspace, config, runner, tree, files)
         if problem is not None:
-            return (TestRun(files, *problem),)
+            failed = (TestRun(files, *problem),)
+            if reselect is not None:
+                reselect(failed)
+            return failed
         # The hidden tests go in after `setup`, which is the submission's code (issue 44);
         # in place of what is there, a link on the way included: root copies them, and a
         # committed `tests/hidden -> /elsewhere` sent them outside the copy; read without
@@ -88,7 +95,14 @@ def run_tests(
             place(tree, path, from_tree=hidden_root)
         runner.add(tree, hidden_files)
         files = _with_hidden(files, hidden)
-        return tuple(_run_once(config, runner, tree, files, n) for n in range(times))
+        runs: list[TestRun] = []
+        for n in range(times):
+            runs.append(_run_once(config, runner, tree, files, n, select))
+            if reselect is not None:
+                select = reselect(tuple(runs))
+                if not select:
+                    break
+        return tuple(runs)
 
 
 def _with_hidden(files: RunFiles, hidden: Hidden) -> RunFiles:
@@ -140,18 +154,35 @@ def _set_up(
     return None
 
 
+def can_select(config: TestsConfig) -> bool:
+    """Whether a run can be made of chosen ids: the task says how (``rerun_command``), or
+    the runner is pytest or unittest, which the grader's start-up cuts to them."""
+    command = config.command
+    return config.rerun_command is not None or runs_pytest(command) or runs_unittest(command)
+
+
 def _run_once(
-    config: TestsConfig, runner: CommandRunner, tree: Path, files: RunFiles, index: int
+    config: TestsConfig,
+    runner: CommandRunner,
+    tree: Path,
+    files: RunFiles,
+    index: int,
+    select: tuple[str, ...] = (),
 ) -> TestRun:
-    """The test command in ``tree``, its report in a directory of its own."""
+    """The test command in ``tree``, its report in a directory of its own; with
+    ``select``, the rerun command or the guard told to keep those ids."""
     # Next to the copy, in the grader's own directory: the sandbox user's clean-up
     # removes what that user owns at the top of /tmp.
     reports = tree.parent / f"junit-{index}"
     reports.mkdir()
     junit = reports / "junit.xml"
-    shown = config.command.replace("{junit}", shlex.quote(str(junit)))
+    template = config.command
+    if select and config.rerun_command is not None:
+        ids = " ".join(shlex.quote(i) for i in select)
+        template = config.rerun_command.replace("{ids}", ids)
+    shown = template.replace("{junit}", shlex.quote(str(junit)))
     command, start = shown, []
-    if runs_pytest(config.command):
+    if runs_pytest(template):
         site, command = _pytest_start.prepare(
             shown,
             tree,
@@ -160,10 +191,11 @@ def _run_once(
             config=files.pytest.path,
             plugins=files.pytest.plugins,
             object_format=files.object_format,
+            select=select,
         )
         start = [site]
-    elif runs_unittest(config.command):
-        site, command = _python_start.prepare(shown, tree, reports, "unittest")
+    elif runs_unittest(template):
+        site, command = _python_start.prepare(shown, tree, reports, "unittest", select)
         start = [site]
     run = runner.run(
         command,

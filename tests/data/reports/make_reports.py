@@ -55,6 +55,7 @@ def main(names: list[str]) -> None:
             "hidden": lambda: grade(root, "feature", "hidden", _no_tie_break),
             "every_grader": lambda: grade(root, "perf", "every_grader", _every_grader),
             "baseline": lambda: grade(root, "bugfix", "baseline", _baseline),
+            "flaky": lambda: grade(root, "bugfix", "flaky", _made_flaky),
         }
         wanted = names or [*graded, *_EDITED]
         reports = {name: make() for name, make in graded.items() if name in wanted}
@@ -143,6 +144,22 @@ def _baseline(repo: Path) -> None:
         '    assert slugify("Façade") == "facade"\n\n\ndef test_plain_word():\n'
         '    assert slugify("word") == "word"\n'
     )
+
+
+def _made_flaky(repo: Path) -> None:
+    """The reference fix, with a cache that is wrong the first time it is used in a copy
+    of the tree (it leaves a file there): the first test to run fails, here a regression
+    test, which then fails its first rerun too (a copy of its own) and passes its second.
+    Made flaky by the change (issue 47): the grade fails, and the report says so."""
+    solution = Path(__file__).resolve().parents[3] / "examples/bugfix/solution/src/slugify/core.py"
+    fixed = solution.read_text().replace(
+        '    """Lower-case words joined by hyphens: "Crème brûlée" -> "creme-brulee"."""\n',
+        '    """Lower-case words joined by hyphens: "Crème brûlée" -> "creme-brulee"."""\n'
+        "    if not os.path.exists(\".warm\"):\n"
+        "        open(\".warm\", \"w\").close()\n"
+        "        return \"\"\n",
+    )
+    (repo / "src/slugify/core.py").write_text(fixed.replace("import re\n", "import os\nimport re\n"))
 
 
 def _no_tie_break(repo: Path) -> None:
