@@ -138,6 +138,11 @@ def test_hidden_tests_are_injected_then_removed(repo: Repo) -> None:
     assert unfixed.details["fail_to_pass"]["tests/test_hidden.py::test_secret"] == "failed"
     assert "fail_to_pass: 1 hidden test not passing" in unfixed.messages
     assert not any("test_secret" in m for m in unfixed.messages)
+    # Run again like every failing test (issue 47), and only counted.
+    assert unfixed.details["reruns"] == {
+        "tests": {"tests/test_calc.py::test_add": {"class": "failing", "runs": "head 0/3 passed"}},
+        "hidden": {"failing": 1},
+    }
     assert not (repo.root / "tests/test_hidden.py").exists()
     repo.write({"src/calc.py": FIXED})
     assert grade(repo).score == 1.0
