@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from repogym.errors import JUnitError
+from repogym.graders.tests import chosen as _chosen
 from repogym.graders.tests import pytest_start as _pytest_start
 from repogym.graders.tests import python_start as _python_start
 from repogym.graders.tests import runfiles as _runfiles
@@ -155,10 +156,13 @@ def _set_up(
 
 
 def can_select(config: TestsConfig) -> bool:
-    """Whether a run can be made of chosen ids: the task says how (``rerun_command``), or
-    the runner is pytest or unittest, which the grader's start-up cuts to them."""
+    """Whether a run can be made of chosen ids: the task says how (``rerun_command``), the
+    runner is pytest or unittest, which the grader's start-up cuts to them, or one whose
+    command the grader knows how to filter (:mod:`repogym.graders.tests.chosen`)."""
     command = config.command
-    return config.rerun_command is not None or runs_pytest(command) or runs_unittest(command)
+    if config.rerun_command is not None or runs_pytest(command) or runs_unittest(command):
+        return True
+    return _chosen.rule(command) is not None
 
 
 def _run_once(
@@ -180,6 +184,10 @@ def _run_once(
     if select and config.rerun_command is not None:
         ids = " ".join(shlex.quote(i) for i in select)
         template = config.rerun_command.replace("{ids}", ids)
+    elif select and not (runs_pytest(template) or runs_unittest(template)):
+        filtered = _chosen.rule(template)
+        if filtered is not None:
+            template = filtered(template, select)
     shown = template.replace("{junit}", shlex.quote(str(junit)))
     command, start = shown, []
     if runs_pytest(template):
