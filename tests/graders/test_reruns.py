@@ -44,14 +44,19 @@ OTHER_ID = "tests/test_calc.py::test_other"
 
 
 def _project(
-    repo: Repo, extra: str = "", code: str = STEADY, tests: str = TESTS, reruns: int | None = None
+    repo: Repo,
+    extra: str = "",
+    code: str = STEADY,
+    tests: str = TESTS,
+    reruns: int | None = None,
+    regressions: str = f"[{STEADY_ID}]",
 ) -> Repo:
     """The task says nothing of reruns (the default, 2) unless ``reruns`` is given."""
     said = "" if reruns is None else f"  reruns: {reruns}\n"
     task = (
         f"version: 1\ntype: bugfix\ntests:\n  command: {PYTEST}\n"
         f"  fail_to_pass: [tests/test_calc.py::test_other]\n"
-        f"  pass_to_pass: [{STEADY_ID}]\n{said}{extra}"
+        f"  pass_to_pass: {regressions}\n{said}{extra}"
     )
     repo.commit(
         "base",
@@ -126,6 +131,19 @@ def test_made_flaky_may_be_forgiven_by_the_task(repo: Repo) -> None:
     component = grade(repo)
     assert component.passed and component.score == 1.0
     assert component.details["reruns"]["tests"][STEADY_ID]["class"] == _reruns.MADE_FLAKY
+
+
+def test_with_baseline_a_forgiven_test_is_no_regression_in_the_comparison(repo: Repo) -> None:
+    """`pass_to_pass: baseline`: the comparison with the base counts no regression for a
+    test the reruns forgave; the reruns' table says what it was."""
+    _project(repo, extra="  flaky: {made: ignore}\n", regressions="baseline")
+    _made_flaky(repo)
+    component = grade(repo)
+    assert component.passed and component.score == 1.0, component.messages
+    assert component.details["reruns"]["tests"][STEADY_ID]["class"] == _reruns.MADE_FLAKY
+    assert component.details["baseline"]["counts"]["broken"] == 0
+    said = " ".join(component.messages)
+    assert "0 of 1 broken" in said and "1 made flaky by the change" in said
 
 
 def test_a_test_flaky_before_the_change_is_no_regression(repo: Repo) -> None:

@@ -79,8 +79,13 @@ class TestsOutcome:
             if (entry := config.quarantined(i, today)) is not None
         }
         forgiven = set(quarantined) | (reruns.forgiven(config) if reruns else set())
+        against = self.against
+        if against is not None:  # with `baseline`: a forgiven test is no regression test
+            kept = {i: o for i, o in against.regressions.items() if i not in forgiven}
+            against = replace(against, regressions=kept)
         return replace(
             self,
+            against=against,
             failing=tuple(i for i in self.failing if i not in forgiven),
             broken=tuple(i for i in self.broken if i not in forgiven),
             reruns=reruns,
