@@ -15,7 +15,7 @@ from repogym._version import version
 from repogym.errors import LOG_LINE, EngineError, RepogymError, TaskError
 from repogym.models import GradeResult, format_score
 from repogym.report.schema import BUILT, LINE_BREAKING, MAX_TEXT, REPORT_VERSION, ErrorKind, Report
-from repogym.shown import show_undecodable
+from repogym.shown import show_undecodable, shown_path
 
 if TYPE_CHECKING:
     from repogym.grading import Grading
@@ -149,8 +149,24 @@ def text_table(result: GradeResult) -> str:
     for c in result.components:
         for message in c.messages:
             lines.append(f"{c.name}: {message}")
+        lines += _reruns_lines(c.name, c.details.get("reruns"))
     failed = [c.name for c in result.components if not c.passed]
     if not result.passed and failed:  # before the score, which can read like a near-pass
         lines.append(f"not passed: {', '.join(failed)} failed")
     lines.append(result.summary())
     return show_undecodable("\n".join(lines) + "\n")
+
+
+def _reruns_lines(name: str, reruns: Any, most: int = 20) -> list[str]:
+    """Each public test the tests grader ran again (issue 47): its class and its runs at
+    each side, as the comment's table has them (the first ``most``)."""
+    tests = reruns.get("tests", {}) if isinstance(reruns, dict) else {}
+    lines = [
+        f"{name}: run again: {shown_path(test_id)}: "
+        + ", ".join(shown_path(str(t.get(k))) for k in ("class", "runs")).replace("_", " ")
+        for test_id, t in list(tests.items())[:most]
+        if isinstance(t, dict)
+    ]
+    if len(tests) > most:
+        lines.append(f"{name}: run again: {len(tests) - most} more")
+    return lines

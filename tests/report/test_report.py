@@ -269,3 +269,14 @@ def test_the_text_table_says_why_a_grade_failed_before_its_score() -> None:
         "not passed: tests failed",
         "FAIL 0.994 (constraints=1.00✓(gate), tests=0.99✗)",
     ]
+
+
+def test_the_text_table_shows_each_test_run_again_and_escapes_its_id() -> None:
+    # Issue 47: the terminal shows each rerun's class and runs, as the comment's table.
+    reruns = {
+        "tests": {"t.py::test_\x1b[2Jx": {"class": "made_flaky", "runs": "head 1/3 passed"}},
+        "hidden": {},
+    }
+    component = GradeComponent(name="tests", score=0.5, passed=False, details={"reruns": reruns})
+    table = text_table(GradeResult(score=0.5, passed=False, components=(component,)))
+    assert 'tests: run again: "t.py::test_\\x1b[2Jx": made flaky, head 1/3 passed\n' in table
