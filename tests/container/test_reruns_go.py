@@ -26,7 +26,7 @@ def test_a_go_test_the_change_breaks_is_run_again_alone(
     (tests,) = [c for c in graded.result.components if c.name == "tests"]
     assert not tests.passed
     reruns = tests.details["reruns"]["tests"]
-    assert reruns == {RANGE: {"class": "broken", "runs": "head 0/3 passed, base 3/3"}}
+    assert reruns == {RANGE: {"class": "broken", "runs": "head 0/3 passed, base 2/2"}}
     # A run of the one id runs that test alone.
     workspace = Workspace.open(repo, base="main")
     assert workspace.task.tests is not None

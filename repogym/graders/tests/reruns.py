@@ -133,9 +133,10 @@ def rerun(
     reruns are off, or the runner cannot be told which ids to run: see
     :func:`repogym.graders.tests.run.can_select`).
 
-    Each test runs until its class is decided, ``1 + tests.reruns`` runs at most on a
-    side: at the head until it passes once; at the base (regressions only) until it has
-    both passed and failed there, the base's runs of the grade counted among them."""
+    Each test runs until its class is decided: at the head until it passes once, its
+    first run and ``tests.reruns`` more at most; at the base (regressions only) until it
+    has both passed and failed there, ``tests.reruns`` runs at most, the base's runs of
+    the grade counted among them (with ``baseline``, its two runs are those)."""
     failing_targets = tuple(i for i, o in targets.items() if o in RERUN)
     failing = tuple(i for i, o in regressions.items() if o in RERUN)
     if config.reruns == 0 or not (failing_targets or failing) or not can_select(config):
@@ -143,13 +144,14 @@ def rerun(
     run = functools.partial(_outcomes, workspace, config, runner, hidden)
     first = {**targets, **regressions}
     at_head: dict[str, tuple[Outcome, ...]] = {i: (first[i],) for i in failing_targets + failing}
+    head = 1 + config.reruns
     if config.added:  # the added targets ran with the submission's own tests
-        run(HEADS_TESTS, at_head, failing_targets, _passed_once)
-        run(GRADED, at_head, failing, _passed_once)
+        run(HEADS_TESTS, at_head, failing_targets, _passed_once, head)
+        run(GRADED, at_head, failing, _passed_once, head)
     else:  # one copy for both
-        run(GRADED, at_head, failing_targets + failing, _passed_once)
+        run(GRADED, at_head, failing_targets + failing, _passed_once, head)
     at_base = _at_base(base, failing)
-    run(BASE, at_base, failing, _both_seen)
+    run(BASE, at_base, failing, _both_seen, config.reruns)
     tests = {i: Rerun(True, at_head[i], ()) for i in failing_targets}
     for i in failing:
         tests[i] = Rerun(False, at_head[i], at_base[i])
@@ -179,11 +181,11 @@ def _outcomes(
     outcomes: dict[str, tuple[Outcome, ...]],
     ids: tuple[str, ...],
     decided: Callable[[tuple[Outcome, ...]], bool],
+    limit: int,
 ) -> None:
     """Run ``ids`` again in ``sides``, adding each run's outcome of each to ``outcomes``,
-    until each is ``decided`` or has ``1 + config.reruns`` outcomes; a run that came to no
-    results says nothing of them (each counts as it failed: the test did not pass)."""
-    limit = 1 + config.reruns
+    until each is ``decided`` or has ``limit`` outcomes; a run that came to no results
+    says nothing of them (each counts as it failed: the test did not pass)."""
 
     def undecided() -> tuple[str, ...]:
         return tuple(i for i in ids if not decided(outcomes[i]) and len(outcomes[i]) < limit)
