@@ -333,4 +333,81 @@ def test_a_rerun_command_gets_the_ids(repo: Repo) -> None:
     assert workspace.task.tests is not None
     runner = workspace.command_runner()
     (run,) = run_tests(workspace, workspace.task.tests, runner, select=(STEADY_ID,))
-    assert run.run is not None and run.run.command.endswith(f" {STEADY_ID}")
+    # The log and the report show the task's rerun command and how many ids, not which:
+    # they may be hidden tests' (issue 47's red team).
+    assert run.run is not None and run.run.command.endswith(" {ids}  # run again: 1 id")
+    assert {i: r.outcome for i, r in run.results.items()} == {STEADY_ID: Outcome.FAILED}
+
+
+# Code that, once it knows it is being run again, rewrites the report at exit: every
+# failure gone (issue 47's red team; the forgeries of tests/security/test_forging.py).
+FORGES_ON_RERUN = (
+    KNOWS_A_RERUN
+    + """
+
+import atexit, re, sys
+
+
+def _forge():
+    junit = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml="))
+    with open(junit) as f:
+        text = f.read()
+    text = re.sub(r"<failure.*?</failure>", "", text, flags=re.S)
+    text = re.sub(r'failures="[0-9]+"', 'failures="0"', text)
+    with open(junit, "w") as f:
+        f.write(text)
+
+
+if steady():
+    atexit.register(_forge)
+
+
+def other():
+    return 0
+"""
+)
+
+
+def test_a_report_rewritten_on_a_rerun_is_no_pass(repo: Repo) -> None:
+    """Every rerun's report is checked as the first run's is: pytest said a test failed
+    and the report has none, so the rerun passed nothing, and the target still fails."""
+    tests = "import calc\n\n\ndef test_steady():\n    assert calc.steady() in (0, 1)\n\n\n"
+    tests += "def test_other():\n    assert calc.other() == 2\n"
+    _project(repo, code=STEADY + "\n\ndef other():\n    return 0\n", tests=tests)
+    repo.write({"src/calc.py": FORGES_ON_RERUN})
+    component = grade(repo)
+    assert not component.passed
+    rerun = component.details["reruns"]["tests"][OTHER_ID]
+    assert rerun == {"class": _reruns.FAILING, "runs": "head 0/3 passed"}
+
+
+def test_a_test_the_rerun_cannot_reach_is_never_forgiven() -> None:
+    """A run that did not record the test (not selected, skipped, no report) is no
+    evidence at the base: the test stays as its first run had it (issue 47's red team:
+    a node subtest the filter missed came out flaky before the change, and was forgiven)."""
+    missing = (Outcome.MISSING, Outcome.MISSING)
+    assert _reruns.Rerun(False, (Outcome.FAILED, *missing), missing).kind == _reruns.BROKEN
+    skipped = (Outcome.SKIPPED, Outcome.PASSED)
+    assert _reruns.Rerun(False, (Outcome.FAILED,), skipped).kind == _reruns.BROKEN
+    both = (Outcome.PASSED, Outcome.FAILED)
+    assert _reruns.Rerun(False, (Outcome.FAILED,), both).kind == _reruns.FLAKY
+
+
+def test_the_quarantine_never_names_a_test_the_pull_request_adds(repo: Repo) -> None:
+    """With `fail_to_pass: added`, a failing test the pull request writes under a
+    quarantined glob is still a target that must pass (issue 47's red team)."""
+    entry = "  quarantine: [{id: 'tests/test_calc.py::*', reason: 'issue 12', until: 2999-01-01}]\n"
+    _project(repo, extra=entry, regressions="baseline")
+    task = repo.root / ".repogym.yml"
+    text = task.read_text().replace("[tests/test_calc.py::test_other]", "added")
+    repo.git("checkout", "--quiet", "main")
+    repo.commit("added", {".repogym.yml": text})
+    repo.git("checkout", "--quiet", "pr")
+    repo.git("merge", "--quiet", "main")
+    added = TESTS + "\n\ndef test_new():\n    assert False\n"
+    repo.write({"tests/test_calc.py": added})
+    component = grade(repo)
+    assert not component.passed, component.messages
+    assert "tests/test_calc.py::test_new" not in component.details.get("quarantined", {}).get(
+        "tests", {}
+    )

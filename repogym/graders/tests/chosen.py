@@ -7,8 +7,9 @@ any other runner by the task's ``tests.rerun_command``.
 Each rule keeps the task's command and adds a filter by name, so that a pipe to a JUnit
 converter or a ``;`` after the runner still works:
 
-- ``node --test``: ``--test-name-pattern`` after ``--test``, the tests' own names (Node 20
-  matches a test's name, not its ``describe`` blocks'; the others are skipped);
+- ``node --test``: ``--test-name-pattern`` after ``--test``, every part of each id (Node 20
+  matches a test's own name, not its ``describe`` blocks', and runs a subtest only when its
+  parent runs; the others are skipped);
 - jest: ``--testNamePattern`` after ``jest``, the full names (the ``describe`` blocks and
   the title, joined by spaces, as jest matches them);
 - mocha: ``--grep`` after ``mocha``, the full titles, as mocha matches them;
@@ -57,7 +58,9 @@ def _after(pattern: re.Pattern[str], option: Callable[[Sequence[str]], str]) -> 
 
 
 def _node(ids: Sequence[str]) -> str:
-    pattern = _alternatives([parts[-1] for parts in _names(ids)])
+    # Every part: a subtest runs only when its parent test runs, which the parent's name
+    # matching lets it (a test the filter misses is no pass, and at the base no evidence).
+    pattern = _alternatives([part for parts in _names(ids) for part in parts])
     return f"--test-name-pattern={shlex.quote(pattern)}"
 
 
@@ -72,7 +75,7 @@ def _mocha(ids: Sequence[str]) -> str:
 
 
 def _go(command: str, ids: Sequence[str]) -> str:
-    tests = [i.rpartition("::")[2].split("/")[0] for i in ids]
+    tests = [i.partition("::")[2].split("/")[0] for i in ids]  # `pkg::TestA/sub::x`: TestA
     flag = "-run=^(" + "|".join(dict.fromkeys(t for t in tests if t)) + ")$"
     return f'export GOFLAGS="${{GOFLAGS:+$GOFLAGS }}"{shlex.quote(flag)}\n{command}'
 

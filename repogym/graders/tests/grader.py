@@ -30,8 +30,9 @@ from repogym.graders.tests import findings as _test_findings
 from repogym.graders.tests import hints as _test_hints
 from repogym.graders.tests import reruns as _reruns
 from repogym.graders.tests.base_runs import HEADS_TESTS, ON_BASE_CODE, BaseRuns, base_runs
-from repogym.graders.tests.outcome import FAILURES, TestsOutcome
+from repogym.graders.tests.outcome import TestsOutcome
 from repogym.graders.tests.run import Hidden, TestRun, run_tests
+from repogym.graders.tests.tamper import FAILURES
 from repogym.graders.tests.versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
@@ -246,9 +247,16 @@ def _flaky_details(outcome: TestsOutcome) -> dict[str, Any]:
     """The failing tests run again and the tests in quarantine (issue 47), if any."""
     details: dict[str, Any] = {}
     if outcome.reruns is not None:
-        # With hidden tests, an id the base's runs found may be one of theirs: counts only.
+        # With hidden tests, an id the base's runs found may be one of theirs, and so may
+        # one that names no file (Node 20, Go): only the ids messages may name are named.
         counted_only = outcome.hidden_ran and outcome.against is not None
-        not_named = frozenset(outcome.reruns.tests) if counted_only else outcome.hidden_ids
+        ids = frozenset(outcome.reruns.tests)
+        if counted_only:
+            not_named = ids
+        elif outcome.hidden_ran:
+            not_named = outcome.hidden_ids | (ids - frozenset(outcome.shown))
+        else:
+            not_named = outcome.hidden_ids
         details["reruns"] = outcome.reruns.details(not_named)
     if outcome.quarantined:
         shown = {i: r for i, r in outcome.quarantined.items() if i not in outcome.hidden_ids}

@@ -9,7 +9,8 @@ import heapq
 from collections.abc import Callable
 
 from repogym.graders.tests.loadfailure import load_failure
-from repogym.graders.tests.outcome import FAILURES, TestsOutcome
+from repogym.graders.tests.outcome import TestsOutcome
+from repogym.graders.tests.tamper import FAILURES
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, escape_controls, file_of
 from repogym.models import MAX_NAMED, CommandResult

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from repogym.graders.tests.reruns import Reruns
 from repogym.graders.tests.runfiles import RunFiles
+from repogym.graders.tests.tamper import tampered
 from repogym.graders.tests.versus_base import AgainstBase
 from repogym.junit import Outcome
 from repogym.junit.testids import TestResult, file_of
@@ -18,14 +19,10 @@ from repogym.models import CommandResult, Role
 from repogym.task import TestsConfig
 from repogym.workspace import Workspace
 
-FAILURES = frozenset({Outcome.FAILED, Outcome.ERROR})
 _FAILING_F2P = frozenset(Outcome) - {Outcome.PASSED}
 # A regression test that the submission makes skip is not kept (issue 9): anything but a
 # pass breaks it, as for a target.
 _BROKEN_P2P = _FAILING_F2P
-# The exit code of pytest, unittest, `node --test`, jest and mocha (with one failure) when
-# a test failed. A report without any failure from such a run is not this run's report.
-TESTS_FAILED = 1
 
 # Each kind of task test (``fail_to_pass``, ``pass_to_pass``): its outcomes and its ids
 # that count against the score.
@@ -73,10 +70,12 @@ class TestsOutcome:
         47): a test whose failure does not count (flaky before the change, already broken,
         a target that passed when run again, one in quarantine) is no longer failing or
         broken; its outcome stays as the first run had it."""
+        # The quarantine is the base's: it names the base's tests, never one the pull
+        # request adds (with `added`, a failing test it writes under a quarantined glob
+        # would otherwise be a target that need not pass).
+        owned = (*(() if config.added else self.fail_to_pass), *self.pass_to_pass)
         quarantined = {
-            i: entry.reason
-            for i in (*self.fail_to_pass, *self.pass_to_pass)
-            if (entry := config.quarantined(i, today)) is not None
+            i: entry.reason for i in owned if (entry := config.quarantined(i, today)) is not None
         }
         forgiven = set(quarantined) | (reruns.forgiven(config) if reruns else set())
         against = self.against
@@ -125,7 +124,7 @@ class TestsOutcome:
             broken=tuple(i for i, o in p2p.items() if o in _BROKEN_P2P),
             results=results,
             run=run,
-            problem=_tampered(run, results) if problem is None else problem,
+            problem=tampered(run, results) if problem is None else problem,
             hidden_files=frozenset(hidden),
             hidden_ids=hidden_ids,
             listed_hidden=hidden_ids & set(config.listed_ids),
@@ -178,20 +177,6 @@ def _hidden_ids(ids: tuple[str, ...], hidden: set[str], *, found: bool) -> froze
     theirs too when hidden tests ran (as :func:`_shown` says)."""
     return frozenset(
         i for i in ids if i.split("::", 1)[0] in hidden or (found and hidden and file_of(i) is None)
-    )
-
-
-def _tampered(run: CommandResult | None, results: Mapping[str, TestResult]) -> str | None:
-    """Why the report cannot be this run's, if it cannot: the runner said that tests
-    failed, and the report has no failure (issue 9). A coverage threshold that fails
-    (pytest-cov, jest) exits with the same code: it belongs outside the test command."""
-    if run is None or run.exit_code != TESTS_FAILED or not results:
-        return None
-    if any(r.outcome in FAILURES for r in results.values()):
-        return None
-    return (
-        f"the test command exited with code {run.exit_code} (tests failed) but the report "
-        "has no failure: the report was altered, or it is not this run's"
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from repogym.graders.tests.base_runs import BASE, HEADS_TESTS, BaseRuns
 from repogym.graders.tests.run import Hidden, TestRun, can_select, run_tests
 from repogym.graders.tests.runfiles import GRADED, Sides
+from repogym.graders.tests.tamper import tampered
 from repogym.junit import Outcome
 from repogym.run.protocol import CommandRunner
 from repogym.shown import counted
@@ -63,12 +64,16 @@ class Rerun:
 
     @property
     def kind(self) -> str:
+        """Its class. At the base only a pass or a failure is evidence: a run that did not
+        record the test (not selected, skipped, no report) says nothing, so that a test the
+        rerun could not reach stays as its first run had it, never forgiven."""
         passed_at_head = Outcome.PASSED in self.head
         if self.target:
             return PASSED_ON_RERUN if passed_at_head else FAILING
-        if self.base and all(o in RERUN for o in self.base):
+        seen = [o for o in self.base if o is Outcome.PASSED or o in RERUN]
+        if seen and all(o in RERUN for o in seen):
             return ALREADY_BROKEN
-        if any(o is not Outcome.PASSED for o in self.base):
+        if _both_seen(tuple(seen)):
             return FLAKY
         return MADE_FLAKY if passed_at_head else BROKEN
 
@@ -208,6 +213,10 @@ def _outcomes(
 
 
 def _outcome(run: TestRun, test_id: str) -> Outcome:
-    if run.problem is not None:
-        return Outcome.ERROR
+    """The test's outcome in a rerun; none (MISSING) from a run whose report cannot be
+    read or cannot be this run's (the runner said tests failed and the report has none
+    failing: a report rewritten once the code knew it was a rerun), which at the head
+    is no pass and at the base no evidence."""
+    if run.problem is not None or tampered(run.run, run.results) is not None:
+        return Outcome.MISSING
     return run.outcome(test_id)

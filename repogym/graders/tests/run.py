@@ -29,6 +29,7 @@ from repogym.junit.testids import TestResult, collect
 from repogym.models import CommandResult
 from repogym.run.protocol import CommandRunner
 from repogym.sandbox import scratch
+from repogym.shown import counted
 from repogym.task import TestsConfig, runs_pytest, runs_unittest
 from repogym.tree.links import place
 from repogym.tree.store import copies_dir
@@ -165,6 +166,27 @@ def can_select(config: TestsConfig) -> bool:
     return _chosen.rule(command) is not None
 
 
+def _narrowed(config: TestsConfig, select: tuple[str, ...], junit: str) -> tuple[str, str]:
+    """The command a run runs (with ``select``, narrowed to those ids: the task's
+    ``rerun_command``, or the runner's filter by name) and the one the log and the report
+    show: the task's own, with the number of ids a rerun chose but not their names, which
+    may be hidden tests' (issue 47). ``{junit}`` is put in first, so that an id that
+    holds it stays an id."""
+    template = config.command.replace("{junit}", junit)
+    if not select:
+        return template, template
+    shown = f"{template}  # run again: {counted(len(select), 'chosen test')}"
+    if config.rerun_command is not None:
+        ids = " ".join(shlex.quote(i) for i in select)
+        rerun = config.rerun_command.replace("{junit}", junit)
+        return rerun.replace("{ids}", ids), f"{rerun}  # run again: {counted(len(select), 'id')}"
+    if not (runs_pytest(template) or runs_unittest(template)):
+        filtered = _chosen.rule(template)
+        if filtered is not None:
+            return filtered(template, select), shown
+    return template, shown
+
+
 def _run_once(
     config: TestsConfig,
     runner: CommandRunner,
@@ -180,19 +202,11 @@ def _run_once(
     reports = tree.parent / f"junit-{index}"
     reports.mkdir()
     junit = reports / "junit.xml"
-    template = config.command
-    if select and config.rerun_command is not None:
-        ids = " ".join(shlex.quote(i) for i in select)
-        template = config.rerun_command.replace("{ids}", ids)
-    elif select and not (runs_pytest(template) or runs_unittest(template)):
-        filtered = _chosen.rule(template)
-        if filtered is not None:
-            template = filtered(template, select)
-    shown = template.replace("{junit}", shlex.quote(str(junit)))
-    command, start = shown, []
+    template, shown = _narrowed(config, select, shlex.quote(str(junit)))
+    command, start = template, []
     if runs_pytest(template):
         site, command = _pytest_start.prepare(
-            shown,
+            template,
             tree,
             reports,
             files.written,
@@ -203,7 +217,7 @@ def _run_once(
         )
         start = [site]
     elif runs_unittest(template):
-        site, command = _python_start.prepare(shown, tree, reports, "unittest", select)
+        site, command = _python_start.prepare(template, tree, reports, "unittest", select)
         start = [site]
     run = runner.run(
         command,
