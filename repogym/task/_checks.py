@@ -112,17 +112,21 @@ def _python_ignores(words: list[str]) -> bool:
 
 def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
     """Rules that span sections, as (key path, message) pairs."""
-    command = task.tests.command if task.tests is not None else ""
-    starts = runs_pytest(command) or runs_unittest(command)
-    if starts and _clears_environment(command):
-        yield (
-            ("tests", "command"),
-            (
-                "starts the test runner with the environment cleared or ignored (`env -i`, "
-                "`python -E`, `-I` or `-S`), which drops what the grader starts it with; "
-                "set what the tests need with `env:` instead"
-            ),
-        )
+    tests = task.tests
+    commands = (
+        {} if tests is None else {"command": tests.command, "rerun_command": tests.rerun_command}
+    )
+    for which, command in commands.items():
+        starts = command is not None and (runs_pytest(command) or runs_unittest(command))
+        if starts and command is not None and _clears_environment(command):
+            yield (
+                ("tests", which),
+                (
+                    "starts the test runner with the environment cleared or ignored (`env -i`, "
+                    "`python -E`, `-I` or `-S`), which drops what the grader starts it with; "
+                    "set what the tests need with `env:` instead"
+                ),
+            )
     roles = task.builtin_roles()
     custom = task.grading.graders
     if Role.OBJECTIVE not in roles.values() and all(g.role is Role.GATE for g in custom):

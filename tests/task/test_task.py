@@ -339,3 +339,15 @@ def test_load_task_names_the_file(tmp_path: Path) -> None:
     assert str(caught.value).startswith(f"{path}:2: `type`")
     with pytest.raises(TaskError, match="cannot read the task file"):
         load_task(tmp_path / "missing.yml")
+
+
+def test_a_rerun_command_that_clears_the_environment_is_the_tasks_error() -> None:
+    # Issue 47's red team: the check read only `tests.command`, and a rerun command of
+    # `env -i ... pytest` ran pytest without the grader's guard on every rerun.
+    text = (
+        "version: 1\ntype: bugfix\ntests:\n  command: python -m pytest --junitxml={junit}\n"
+        "  fail_to_pass: [a::b]\n"
+        "  rerun_command: env -i python -m pytest --junitxml={junit} {ids}\n"
+    )
+    with pytest.raises(TaskError, match=r"`tests\.rerun_command`: starts the test runner with"):
+        parse_task(text)
