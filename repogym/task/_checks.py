@@ -110,15 +110,16 @@ def _python_ignores(words: list[str]) -> bool:
     return False
 
 
-def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
-    """Rules that span sections, as (key path, message) pairs."""
+def _clearing_commands(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
+    """``tests.command`` and ``tests.rerun_command`` (issue 47's red team) when one starts
+    pytest or unittest with the environment cleared or ignored."""
     tests = task.tests
-    commands = (
-        {} if tests is None else {"command": tests.command, "rerun_command": tests.rerun_command}
-    )
-    for which, command in commands.items():
-        starts = command is not None and (runs_pytest(command) or runs_unittest(command))
-        if starts and command is not None and _clears_environment(command):
+    if tests is None:
+        return
+    for which, command in (("command", tests.command), ("rerun_command", tests.rerun_command)):
+        if command is None or not (runs_pytest(command) or runs_unittest(command)):
+            continue
+        if _clears_environment(command):
             yield (
                 ("tests", which),
                 (
@@ -127,6 +128,11 @@ def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
                     "set what the tests need with `env:` instead"
                 ),
             )
+
+
+def cross_checks(task: Task) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Rules that span sections, as (key path, message) pairs."""
+    yield from _clearing_commands(task)
     roles = task.builtin_roles()
     custom = task.grading.graders
     if Role.OBJECTIVE not in roles.values() and all(g.role is Role.GATE for g in custom):
