@@ -56,23 +56,22 @@ def slugify(text, *args, **kwargs):  # noqa: F811
 
 def _grade(repo: Path, reruns: int) -> tuple[float, dict[str, object]]:
     """Seconds of one ``repogym grade`` with ``reruns``, and its tests' details."""
-    task = repo / ".repogym.yml"
-    text = task.read_text()
+    # The task is read from the base, not the work tree: the variant is a file of its own.
+    text = (repo / ".repogym.yml").read_text()
+    task = repo.parent / f"task-{reruns}.yml"
     task.write_text(text.replace("  timeout: 120\n", f"  timeout: 120\n  reruns: {reruns}\n"))
-    try:
-        out = repo.parent / "report.json"
-        began = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "repogym", "grade", "--base", "main", "--json", str(out)],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        seconds = time.monotonic() - began
-    finally:
-        task.write_text(text)
+    out = repo.parent / "report.json"
+    command = [sys.executable, "-m", "repogym", "grade", "--base", "main", "--task", str(task)]
+    began = time.monotonic()
+    done = subprocess.run(
+        [*command, "--json", str(out)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    seconds = time.monotonic() - began
     expect(done.returncode in (0, 1), f"the grade failed: {done.stderr[-500:]}")
     report = json.loads(out.read_text())
     tests = next(c for c in report["components"] if c["name"] == "tests")
@@ -108,9 +107,10 @@ def main() -> int:
         extra, alone = [], []
         for _ in range(args.rounds):
             on, details = _grade(repo, 2)
-            off, _ = _grade(repo, 0)
+            off, off_details = _grade(repo, 0)
             said = json.dumps(details.get("reruns"))
             expect('"made_flaky"' in said, f"not made flaky: {said}")
+            expect("reruns" not in off_details, "reruns: 0 ran tests again")
             extra.append(on - off)
             alone.append(_reruns_alone(repo))
     ratio, more, own = median(passing), median(extra), median(alone)
