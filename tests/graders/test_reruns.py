@@ -335,7 +335,7 @@ def test_a_rerun_command_gets_the_ids(repo: Repo) -> None:
     (run,) = run_tests(workspace, workspace.task.tests, runner, select=(STEADY_ID,))
     # The log and the report show the task's rerun command and how many ids, not which:
     # they may be hidden tests' (issue 47's red team).
-    assert run.run is not None and run.run.command.endswith(" {ids}  # run again: 1 id")
+    assert run.run is not None and run.run.command.endswith(" {ids}  # run again: 1 chosen test")
     assert {i: r.outcome for i, r in run.results.items()} == {STEADY_ID: Outcome.FAILED}
 
 

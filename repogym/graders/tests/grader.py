@@ -247,17 +247,14 @@ def _flaky_details(outcome: TestsOutcome) -> dict[str, Any]:
     """The failing tests run again and the tests in quarantine (issue 47), if any."""
     details: dict[str, Any] = {}
     if outcome.reruns is not None:
-        # With hidden tests, an id the base's runs found may be one of theirs, and so may
-        # one that names no file (Node 20, Go): only the ids messages may name are named.
-        counted_only = outcome.hidden_ran and outcome.against is not None
+        # Only the ids messages may name are named (outcome.shown: not a hidden test's,
+        # nor, with hidden tests, one naming no file); with hidden tests, an id the base's
+        # runs found may be one of theirs: counts only.
         ids = frozenset(outcome.reruns.tests)
-        if counted_only:
-            not_named = ids
-        elif outcome.hidden_ran:
-            not_named = outcome.hidden_ids | (ids - frozenset(outcome.shown))
-        else:
-            not_named = outcome.hidden_ids
-        details["reruns"] = outcome.reruns.details(not_named)
+        counted_only = outcome.hidden_ran and outcome.against is not None
+        details["reruns"] = outcome.reruns.details(
+            ids if counted_only else ids - frozenset(outcome.shown)
+        )
     if outcome.quarantined:
         shown = {i: r for i, r in outcome.quarantined.items() if i not in outcome.hidden_ids}
         details["quarantined"] = {"tests": shown, "hidden": len(outcome.quarantined) - len(shown)}

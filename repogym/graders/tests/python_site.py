@@ -39,7 +39,6 @@ import contextlib
 import os
 import sys
 import types
-from typing import Any
 
 # os.path, not pathlib: absolute without resolving links, as sys.path holds them.
 HERE = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
@@ -172,8 +171,8 @@ def _select(tree: str, chosen: str) -> None:
 
     run_tests = unittest.TestProgram.runTests
 
-    def runs_the_chosen(program: Any) -> None:
-        program.test = kept(program.test)
+    def runs_the_chosen(program: unittest.TestProgram) -> None:
+        program.test = kept(program.test)  # type: ignore[attr-defined]  # set by its parseArgs
         run_tests(program)
 
     unittest.TestProgram.runTests = runs_the_chosen  # type: ignore[method-assign,assignment]

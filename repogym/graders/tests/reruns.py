@@ -20,6 +20,7 @@ passes.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -108,11 +109,8 @@ class Reruns:
         shown = {
             i: {"class": r.kind, "runs": r.said()} for i, r in self.tests.items() if i not in hidden
         }
-        kinds: dict[str, int] = {}
-        for i, r in self.tests.items():
-            if i in hidden:
-                kinds[r.kind] = kinds.get(r.kind, 0) + 1
-        return {"tests": shown, "hidden": kinds}
+        kinds = Counter(r.kind for i, r in self.tests.items() if i in hidden)
+        return {"tests": shown, "hidden": dict(kinds)}
 
     def message(self) -> str | None:
         """One line counting each class, for the component's messages."""
@@ -201,8 +199,9 @@ def _outcomes(
 
     def reselect(runs: tuple[TestRun, ...]) -> tuple[str, ...]:
         nonlocal chosen
+        readable = _readable(runs[-1])
         for i in chosen:
-            outcomes[i] = (*outcomes[i], _outcome(runs[-1], i))
+            outcomes[i] = (*outcomes[i], runs[-1].outcome(i) if readable else Outcome.MISSING)
         chosen = undecided()
         return chosen
 
@@ -212,11 +211,9 @@ def _outcomes(
     )
 
 
-def _outcome(run: TestRun, test_id: str) -> Outcome:
-    """The test's outcome in a rerun; none (MISSING) from a run whose report cannot be
-    read or cannot be this run's (the runner said tests failed and the report has none
-    failing: a report rewritten once the code knew it was a rerun), which at the head
-    is no pass and at the base no evidence."""
-    if run.problem is not None or tampered(run.run, run.results) is not None:
-        return Outcome.MISSING
-    return run.outcome(test_id)
+def _readable(run: TestRun) -> bool:
+    """Whether a rerun's report says anything of its tests: not when it cannot be read or
+    cannot be this run's (the runner said tests failed and the report has none failing: a
+    report rewritten once the code knew it was a rerun). A test of an unreadable run is
+    MISSING: at the head no pass, at the base no evidence."""
+    return run.problem is None and tampered(run.run, run.results) is None

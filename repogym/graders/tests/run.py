@@ -175,16 +175,14 @@ def _narrowed(config: TestsConfig, select: tuple[str, ...], junit: str) -> tuple
     template = config.command.replace("{junit}", junit)
     if not select:
         return template, template
-    shown = f"{template}  # run again: {counted(len(select), 'chosen test')}"
+    note = f"  # run again: {counted(len(select), 'chosen test')}"
     if config.rerun_command is not None:
-        ids = " ".join(shlex.quote(i) for i in select)
         rerun = config.rerun_command.replace("{junit}", junit)
-        return rerun.replace("{ids}", ids), f"{rerun}  # run again: {counted(len(select), 'id')}"
+        return rerun.replace("{ids}", " ".join(shlex.quote(i) for i in select)), rerun + note
+    filtered = None
     if not (runs_pytest(template) or runs_unittest(template)):
         filtered = _chosen.rule(template)
-        if filtered is not None:
-            return filtered(template, select), shown
-    return template, shown
+    return (template if filtered is None else filtered(template, select)), template + note
 
 
 def _run_once(
